@@ -1,0 +1,160 @@
+"""Build all training and evaluation data of a run from mGeNTE (sample, TSV or hub) plus templated inputs.
+
+Output directory layout (written atomically: a failed build leaves nothing behind)::
+
+    sft/train.jsonl  sft/dev.jsonl          TRL conversational prompt–completion rows
+    dpo/train.jsonl  dpo/dev.jsonl          TRL conversational preference rows with a ``kind``
+    eval/mgente_test.jsonl                  held-out mGeNTE entries (the evaluator's rows)
+    eval/templated_suite.jsonl              held-out templated pairs (the sensitivity suite)
+    manifest.json                           counts, seeds, input hashes, ids and source keys per split
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from gnt.data.entry import LANGUAGES, source_key
+from gnt.data.mgente import load_mgente
+from gnt.data.splits import SPLITS, Split, check_no_leak, split_entries
+from gnt.data.training_rows import DPO_KINDS, dpo_rows, sft_rows
+from gnt.io import atomic_directory, sha256_file, write_json
+from gnt.paths import JUDGE_DIR, SAMPLE_DIR
+from gnt.prompts.grid import PromptGrid
+from gnt.records import environment_record
+
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class BuildConfig:
+    """Everything a data build depends on; saved in the manifest."""
+
+    out_dir: str
+    mgente: str = str(SAMPLE_DIR)
+    langs: tuple[str, ...] = LANGUAGES
+    seed: int = 0
+    test_fraction: float = 0.2
+    dev_fraction: float = 0.1
+    templated_pairs: int = 400
+    dpo_kinds: tuple[str, ...] = DPO_KINDS
+    prompts_dir: str | None = None
+    judge_exemplars_dir: str | None = str(JUDGE_DIR / "exemplars")
+    progress: bool = True
+    extra: dict = field(default_factory=dict)
+
+
+def judge_exemplar_sources(directory: str | Path | None, langs: Iterable[str]) -> dict[str, str]:
+    """Source keys of the judge's exemplars (``{lang}.jsonl`` with a ``source`` field): excluded from all splits."""
+    if not directory or not Path(directory).is_dir():
+        return {}
+    keys = {}
+    for lang in langs:
+        path = Path(directory) / f"{lang}.jsonl"
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    try:
+                        keys[source_key(json.loads(line)["source"])] = f"judge exemplar ({lang})"
+                    except (json.JSONDecodeError, KeyError):
+                        continue  # the judge loader reports malformed exemplars; here we only need sources
+    return keys
+
+
+def _input_hashes(config: BuildConfig) -> dict[str, str]:
+    """Content hashes of every input file the build read (so a run record pins its data exactly)."""
+    hashes = {}
+    source = Path(config.mgente)
+    files = sorted(source.rglob("*.tsv")) if source.is_dir() else [source] if source.is_file() else []
+    for path in files:
+        hashes[str(path)] = sha256_file(path)
+    if not files:
+        hashes[config.mgente] = "hub"
+    return hashes
+
+
+def _counts(rows: list[dict], *keys: str) -> dict[str, int]:
+    return dict(sorted(Counter("/".join(str(r[k]) for k in keys) for r in rows).items()))
+
+
+def build_dataset(config: BuildConfig) -> dict:
+    """Build everything into ``config.out_dir``; return the manifest. Raises DataError(s) before writing anything."""
+    started = time.perf_counter()
+    langs = tuple(config.langs)
+    entries = load_mgente(config.mgente, langs)
+    grid = PromptGrid(langs, config.prompts_dir, seed=config.seed)
+    excluded = {key: "prompt demonstration" for key in grid.demonstration_keys()}
+    excluded.update(judge_exemplar_sources(config.judge_exemplars_dir, langs))
+    split = split_entries(entries, config.seed, config.test_fraction, config.dev_fraction, excluded)
+    check_no_leak(split)
+
+    templated = Split()
+    pairs = []
+    if config.templated_pairs:
+        from gnt.data.templated import generate_pairs, pairs_to_entries
+
+        pairs = generate_pairs(langs, max_pairs=config.templated_pairs, seed=config.seed)
+        templated = split_entries(pairs_to_entries(pairs), config.seed, config.test_fraction, config.dev_fraction)
+
+    rows: dict[str, dict[str, list[dict]]] = {"sft": {}, "dpo": {}}
+    for side in ("train", "dev"):
+        rows["sft"][side], rows["dpo"][side] = [], []
+        side_entries = split.side(side) + templated.side(side)
+        for entry in tqdm(side_entries, desc=f"rows ({side})", unit="entry", disable=not config.progress):
+            rows["sft"][side].extend(sft_rows([entry], grid, config.seed))
+            rows["dpo"][side].extend(dpo_rows([entry], grid, config.seed, config.dpo_kinds))
+
+    manifest = _manifest(config, split, templated, rows, started)
+    with atomic_directory(config.out_dir) as tmp:
+        for kind in ("sft", "dpo"):
+            for side, side_rows in rows[kind].items():
+                _write_lines(tmp / kind / f"{side}.jsonl", side_rows)
+        _write_lines(tmp / "eval" / "mgente_test.jsonl", [e.to_record() for e in split.test])
+        if pairs:
+            from gnt.data.templated import write_suite
+
+            held_out = {e.meta.get("pair_id") for e in templated.test}
+            write_suite([p for p in pairs if p.pair_id in held_out], tmp / "eval" / "templated_suite.jsonl")
+        write_json(tmp / MANIFEST, manifest)
+    return manifest
+
+
+def _write_lines(path: Path, records: list[dict]) -> None:
+    """Plain (non-atomic) JSONL write: the whole directory is swapped in atomically at the end."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _manifest(config: BuildConfig, split: Split, templated: Split, rows: dict, started: float) -> dict:
+    mgente_ids = {side: sorted(e.id for e in split.side(side)) for side in SPLITS}
+    keys = {
+        side: sorted({e.source_key for e in split.side(side) + templated.side(side)}) for side in SPLITS
+    }
+    return {
+        "format": "gnt-align/data/1",
+        "config": asdict(config),
+        "inputs": _input_hashes(config),
+        "counts": {
+            "mgente": {side: _counts([e.to_record() for e in split.side(side)], "lang", "set") for side in SPLITS},
+            "templated": {side: _counts([e.to_record() for e in templated.side(side)], "lang", "set") for side in SPLITS},
+            "excluded": dict(Counter(reason for _, reason in split.excluded)),
+            "sft": {side: _counts(r, "lang", "set") for side, r in rows["sft"].items()},
+            "dpo": {side: _counts(r, "lang", "kind") for side, r in rows["dpo"].items()},
+            "totals": {f"{kind}/{side}": len(r) for kind in ("sft", "dpo") for side, r in rows[kind].items()},
+        },
+        "ids": {**mgente_ids, "excluded": sorted(e.id for e, _ in split.excluded)},
+        "source_keys": keys,
+        "templated_adjectives": {
+            side: sorted({e.meta.get("adjective", "") for e in templated.side(side)}) for side in SPLITS
+        },
+        "environment": environment_record(),
+        "seconds": round(time.perf_counter() - started, 3),
+    }

