@@ -61,7 +61,7 @@ def judge_exemplar_sources(directory: str | Path | None, langs: Iterable[str]) -
             for line in path.read_text(encoding="utf-8").splitlines():
                 if line.strip():
                     try:
-                        keys[source_key(json.loads(line)["source"])] = f"judge exemplar ({lang})"
+                        keys[source_key(json.loads(line)["source"])] = "judge exemplar"
                     except (json.JSONDecodeError, KeyError):
                         continue  # the judge loader reports malformed exemplars; here we only need sources
     return keys

@@ -1,0 +1,192 @@
+"""Building SFT/DPO data from the bundled sample: splits, exclusions, formats, atomicity and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gnt.data.build import BuildConfig, build_dataset
+from gnt.data.entry import LANGUAGES, Entry, source_key
+from gnt.data.errors import DataErrors
+from gnt.data.mgente import load_mgente
+from gnt.data.splits import split_entries
+from gnt.io import read_jsonl
+from gnt.paths import JUDGE_DIR, PROJECT_ROOT, SAMPLE_DIR
+from gnt.prompts.grid import PromptGrid
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("build") / "data"
+    manifest = build_dataset(BuildConfig(out_dir=str(out), templated_pairs=200, progress=False))
+    return out, manifest
+
+
+def rows(out: Path, name: str) -> list[dict]:
+    return read_jsonl(out / name)
+
+
+def test_layout_and_counts(built: tuple[Path, dict]) -> None:
+    out, manifest = built
+    for name in ("sft/train.jsonl", "sft/dev.jsonl", "dpo/train.jsonl", "dpo/dev.jsonl", "eval/mgente_test.jsonl",
+                 "eval/templated_suite.jsonl", "manifest.json"):
+        assert (out / name).is_file(), name
+    assert manifest["counts"]["totals"]["sft/train"] == len(rows(out, "sft/train.jsonl"))
+    assert set(manifest["ids"]) == {"train", "dev", "test", "excluded"}
+    assert all(len(h) == 16 for h in manifest["inputs"].values())
+    assert json.loads((out / "manifest.json").read_text())["config"]["seed"] == 0
+
+
+def test_no_english_source_crosses_splits_in_any_language(built: tuple[Path, dict]) -> None:
+    out, manifest = built
+    train_keys = {r["source_key"] for r in rows(out, "sft/train.jsonl") + rows(out, "dpo/train.jsonl")}
+    dev_keys = {r["source_key"] for r in rows(out, "sft/dev.jsonl")}
+    test_entries = [Entry.from_record(r) for r in rows(out, "eval/mgente_test.jsonl")]
+    test_keys = {e.source_key for e in test_entries}
+    assert test_entries and not (train_keys & test_keys) and not (dev_keys & test_keys) and not (train_keys & dev_keys)
+    # a parallel source held out in one language is held out in all four
+    all_entries = load_mgente(SAMPLE_DIR)
+    for key in test_keys:
+        langs_with_key = {e.lang for e in all_entries if e.source_key == key}
+        assert langs_with_key == {e.lang for e in test_entries if e.source_key == key}
+    assert set(manifest["source_keys"]["test"]) >= test_keys
+
+
+def test_demonstrations_and_judge_exemplars_are_excluded(built: tuple[Path, dict]) -> None:
+    out, _ = built
+    demo_keys = PromptGrid(LANGUAGES).demonstration_keys()
+    exemplar_keys = {
+        source_key(json.loads(line)["source"])
+        for path in (JUDGE_DIR / "exemplars").glob("*.jsonl")
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    }
+    assert len(demo_keys) == 4 and len(exemplar_keys) == 8
+    used = {r["source_key"] for name in ("sft/train.jsonl", "sft/dev.jsonl", "dpo/train.jsonl") for r in rows(out, name)}
+    used |= {Entry.from_record(r).source_key for r in rows(out, "eval/mgente_test.jsonl")}
+    assert not used & (demo_keys | exemplar_keys)
+
+
+def test_sft_targets_follow_the_set(built: tuple[Path, dict]) -> None:
+    out, _ = built
+    sft = rows(out, "sft/train.jsonl")
+    for row in sft:
+        target = row["completion"][0]["content"]
+        assert row["completion"][0]["role"] == "assistant"
+        label = "GENDERED" if row["set"] == "Set-G" else "NEUTRAL"
+        assert target.startswith(f"<{row['lang']}> **{label}** [") and target.endswith("]")
+        assert row["prompt"][-1]["role"] == "user" and row["prompt"][-1]["content"].split("\n\n")[-1].startswith("<en> ")
+    # every common-set alternative is a target of its own
+    assert {r["target"] for r in sft if r["set"] == "Set-N"} >= {"ref_n0", "ref_n1", "ref_n2"}
+    # training prompts cover the whole grid
+    cells = {r["cell"].split("/", 1)[1] for r in sft}
+    assert len(cells) == 12
+    assert {r["lang"] for r in sft if r["origin"] == "templated"} == set(LANGUAGES)
+
+
+def test_dpo_pairs_of_every_kind(built: tuple[Path, dict]) -> None:
+    out, _ = built
+    dpo = rows(out, "dpo/train.jsonl")
+    kinds = {r["kind"] for r in dpo}
+    assert kinds == {"setn_neutral_vs_gendered", "label_coherence", "setg_gendered_vs_neutral", "templated_ambiguous"}
+    for row in dpo:
+        chosen, rejected = row["chosen"][0]["content"], row["rejected"][0]["content"]
+        assert chosen != rejected
+        if row["kind"] == "label_coherence":
+            assert "**NEUTRAL**" in chosen and "**NEUTRAL**" in rejected
+        if row["kind"] == "setg_gendered_vs_neutral":
+            assert "**GENDERED**" in chosen and "**NEUTRAL**" in rejected
+
+
+def test_rows_load_with_datasets(built: tuple[Path, dict]) -> None:
+    from datasets import load_dataset
+
+    sft = load_dataset("json", data_files=str(built[0] / "sft/train.jsonl"), split="train")
+    dpo = load_dataset("json", data_files=str(built[0] / "dpo/train.jsonl"), split="train")
+    assert {"prompt", "completion"} <= set(sft.column_names)
+    assert {"prompt", "chosen", "rejected"} <= set(dpo.column_names)
+
+
+def test_trl_trainers_accept_the_rows(built: tuple[Path, dict], tiny_model_dir: Path, tmp_path: Path) -> None:
+    """One optimisation step of TRL's SFT and DPO trainers on the built files (format acceptance, not quality)."""
+    from datasets import load_dataset
+    from peft import LoraConfig
+    from trl import DPOConfig, DPOTrainer, SFTConfig, SFTTrainer
+
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+    common = {"max_steps": 1, "per_device_train_batch_size": 2, "report_to": [], "use_cpu": True, "save_strategy": "no"}
+    sft = load_dataset("json", data_files=str(built[0] / "sft/train.jsonl"), split="train").select(range(8))
+    trainer = SFTTrainer(
+        model=str(tiny_model_dir), args=SFTConfig(output_dir=str(tmp_path / "sft"), max_length=512, **common),
+        train_dataset=sft, peft_config=lora,
+    )
+    assert trainer.train().training_loss > 0
+    dpo = load_dataset("json", data_files=str(built[0] / "dpo/train.jsonl"), split="train").select(range(8))
+    trainer = DPOTrainer(
+        model=str(tiny_model_dir), args=DPOConfig(output_dir=str(tmp_path / "dpo"), max_length=512, **common),
+        train_dataset=dpo, peft_config=lora,
+    )
+    assert trainer.train().training_loss > 0
+
+
+def test_split_is_stable_when_data_grows() -> None:
+    entries = load_mgente(SAMPLE_DIR)
+    small = split_entries(entries[: len(entries) // 2], seed=3)
+    large = split_entries(entries, seed=3)
+    side = {e.id + e.lang: name for name in ("train", "dev", "test") for e in large.side(name)}
+    for name in ("train", "dev", "test"):
+        for entry in small.side(name):
+            assert side[entry.id + entry.lang] == name
+
+
+def test_failed_build_writes_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    lines = (SAMPLE_DIR / "en-it.tsv").read_text(encoding="utf-8").splitlines()
+    cells = lines[5].split("\t")
+    cells[2] = "Set-Q"
+    lines[5] = "\t".join(cells)
+    (bad / "en-it.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    existing = tmp_path / "existing"
+    build_dataset(BuildConfig(out_dir=str(existing), langs=("es",), templated_pairs=0, progress=False))
+    before = sorted(p.name for p in existing.rglob("*"))
+    for target in (out, existing):
+        with pytest.raises(DataErrors, match=r"en-it.tsv:6:SET: unknown SET value 'Set-Q'"):
+            build_dataset(BuildConfig(out_dir=str(target), mgente=str(bad), langs=("it",), progress=False))
+    assert not out.exists() and sorted(p.name for p in existing.rglob("*")) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary leftovers
+
+
+def test_failure_mid_write_leaves_previous_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gnt.data.build as build_module
+
+    out = tmp_path / "out"
+    build_dataset(BuildConfig(out_dir=str(out), langs=("de",), templated_pairs=0, progress=False))
+    manifest_before = (out / "manifest.json").read_text()
+
+    def explode(*_args, **_kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(build_module, "write_json", explode)
+    with pytest.raises(OSError, match="disk full"):
+        build_dataset(BuildConfig(out_dir=str(out), langs=("de", "it"), templated_pairs=0, progress=False))
+    assert (out / "manifest.json").read_text() == manifest_before
+
+
+def test_cli_prints_counts_and_exit_code_2_on_bad_input(tmp_path: Path) -> None:
+    script = PROJECT_ROOT / "data" / "build.py"
+    ok = subprocess.run([sys.executable, str(script), "--out", str(tmp_path / "d"), "--langs", "it",
+                         "--templated-pairs", "20", "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert "sft/train" in ok.stdout and str(tmp_path / "d") in ok.stdout
+    bad = tmp_path / "en-it.tsv"
+    bad.write_text("ID,SET,SRC\n1,Set-N,x\n")
+    failed = subprocess.run([sys.executable, str(script), "--mgente", str(bad), "--out", str(tmp_path / "e")],
+                            capture_output=True, text=True, timeout=120)
+    assert failed.returncode == 2 and "wrong delimiter" in failed.stderr and f"{bad}:1" in failed.stderr
+    assert not (tmp_path / "e").exists()
