@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.gnt-installed
+# Offline models (tiny, SmolLM2) are content-hash cached here and shared by the demo and the tests.
+export GNT_CACHE_DIR ?= $(HOME)/.cache/gnt-align
 
 .PHONY: demo test test-fast lint bench install clean
 
