@@ -8,7 +8,11 @@ STAMP  := $(VENV)/.gnt-installed
 # Offline models (tiny, SmolLM2) are content-hash cached here and shared by the demo and the tests.
 export GNT_CACHE_DIR ?= $(HOME)/.cache/gnt-align
 
-.PHONY: demo test test-fast lint bench install clean
+# xCOMET needs transformers < 5: it runs in its own environment, driven as a batch step (files in, files out).
+GNT_COMET_VENV ?= .venv-comet
+COMET_STAMP    := $(GNT_COMET_VENV)/.gnt-comet-installed
+
+.PHONY: demo test test-fast lint bench install comet-env clean
 
 $(STAMP): pyproject.toml scripts/install.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/install.sh
@@ -16,10 +20,15 @@ $(STAMP): pyproject.toml scripts/install.sh
 
 install: $(STAMP)
 
+$(COMET_STAMP): comet-requirements.txt scripts/comet_env.sh
+	PYTHON=$(PYTHON) GNT_COMET_VENV=$(GNT_COMET_VENV) bash scripts/comet_env.sh
+
+comet-env: $(COMET_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py
 
-test: $(STAMP)
+test: $(STAMP) $(COMET_STAMP)
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)

@@ -37,3 +37,27 @@ def smollm_model_dir(model_cache_dir: Path) -> Path:
     from gnt.models.smollm import ensure_smollm
 
     return ensure_smollm(model_cache_dir)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Evaluation (gnt.evaluation; owner: evaluation core). A data build of the bundled sample and a tiny training run
+# with two real PEFT checkpoints, built once per session; tests copy nothing and write only under their own tmp.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def eval_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data build of the bundled sample (no templated rows): ``eval/mgente_test.jsonl`` + ``manifest.json``."""
+    from gnt.data.build import BuildConfig, build_dataset
+
+    out = tmp_path_factory.mktemp("eval-data") / "data"
+    build_dataset(BuildConfig(out_dir=str(out), templated_pairs=0, progress=False))
+    return out
+
+
+@pytest.fixture(scope="session")
+def eval_tiny_run(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, eval_data_dir: Path) -> Path:
+    """``runs/sft`` with ``gnt_run.json`` and ``checkpoint-1``/``checkpoint-2`` LoRA adapters of the tiny model."""
+    from _eval_helpers import make_run
+
+    return make_run(tiny_model_dir, tmp_path_factory.mktemp("eval-runs") / "sft", eval_data_dir, steps=(1, 2))

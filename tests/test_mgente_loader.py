@@ -123,7 +123,7 @@ def test_wrong_field_count(tmp_path: Path) -> None:
 
 def test_undecodable_text(tmp_path: Path) -> None:
     path = write_tsv(tmp_path / "en-it.tsv", GOOD_ROWS)
-    data = path.read_bytes().replace("stanchi.".encode(), b"stanch\xe9.")
+    data = path.read_bytes().replace(b"stanchi.", b"stanch\xe9.")
     path.write_bytes(data)
     with pytest.raises(DataError, match="undecodable text") as excinfo:
         read_tsv(path)

@@ -101,6 +101,10 @@ class GenerationBackend(ABC):
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
         """Return one Generation per request, in order; never raise for an individual request's failure."""
 
+    def supports_system_role(self) -> bool:
+        """Whether the model's chat template renders a system turn; callers fit prompts to it (SPEC §3)."""
+        return True
+
     def describe(self) -> dict:
         """Backend name and settings for run records."""
         return {"backend": type(self).__name__, "model_id": self.model_id}

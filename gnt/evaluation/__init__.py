@@ -1,0 +1,7 @@
+"""The evaluation core: checkpoint sweeps over the mGeNTE prompt grid, the generation cache, and grid metrics.
+
+Modules, one concept each: ``config`` (the eval recipe), ``discovery`` (base + checkpoints), ``rows`` (which rows),
+``leakage`` (training sources vs evaluated rows), ``cache`` (content-addressed generations), ``generation_records``
+(one record per row × cell), ``metrics`` and ``bootstrap`` (SPEC §4 with CIs and paired tests), ``results`` (the
+output layout), ``table`` (the printed summary) and ``sweep`` (:func:`gnt.evaluation.sweep.run_sweep`).
+"""

@@ -1,0 +1,98 @@
+"""Bootstrap confidence intervals and the paired bootstrap test, over clusters of records.
+
+Every statistic here is a function of *sums* of per-record counts (correct/total, TP/FP/FN), so one resampling
+matrix ``W`` (B × clusters, multinomial counts) gives all B replicates of all statistics at once as ``W @ counts``.
+Records are resampled by cluster: a cell has one record per row, but a language or overall aggregate has the same
+row in every cell, and those outputs are correlated, so the row (not the record) is the resampling unit.
+
+Percentile intervals; seeded, so the same records always give the same intervals (resumed sweeps compare equal).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+
+import numpy as np
+
+
+def resampling_weights(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
+    """B × n multinomial counts: row b says how often each cluster is drawn in replicate b."""
+    rng = np.random.default_rng(seed)
+    if n_clusters == 0:
+        return np.zeros((n_boot, 0))
+    return rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot).astype(float)
+
+
+def cluster_sums(values: np.ndarray, clusters: Sequence[Hashable]) -> np.ndarray:
+    """Sum the per-record count rows of ``values`` (n × k) within each cluster (→ clusters × k), in first-seen order."""
+    index: dict[Hashable, int] = {}
+    ids = np.array([index.setdefault(c, len(index)) for c in clusters], dtype=int)
+    out = np.zeros((len(index), values.shape[1]))
+    np.add.at(out, ids, values)
+    return out
+
+
+def _safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def ratio(sums: np.ndarray) -> np.ndarray:
+    """Statistic over ``[..., (hits, total)]``: hits / total."""
+    return _safe_ratio(sums[..., 0], sums[..., 1])
+
+
+def macro_f1(sums: np.ndarray) -> np.ndarray:
+    """Statistic over ``[..., (tp, fp, fn) per class]``: unweighted mean of the per-class F1 scores."""
+    scores = []
+    for c in range(sums.shape[-1] // 3):
+        tp, fp, fn = sums[..., 3 * c], sums[..., 3 * c + 1], sums[..., 3 * c + 2]
+        scores.append(_safe_ratio(2 * tp, 2 * tp + fp + fn))
+    return np.mean(np.stack(scores, axis=-1), axis=-1)
+
+
+def estimate(
+    counts: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], weights: np.ndarray, alpha: float = 0.05
+) -> dict:
+    """Point estimate and percentile CI of ``statistic`` over cluster count rows (clusters × k)."""
+    n = int(counts.shape[0])
+    point = statistic(counts.sum(axis=0)) if n else np.nan
+    if not n or np.isnan(point):
+        return {"value": None, "ci": None, "n": n}
+    replicates = statistic(weights @ counts)
+    replicates = replicates[~np.isnan(replicates)]
+    low, high = np.percentile(replicates, [100 * alpha / 2, 100 * (1 - alpha / 2)]) if replicates.size else (point, point)
+    return {"value": float(point), "ci": [float(low), float(high)], "n": n}
+
+
+def paired_bootstrap(
+    a_correct: Sequence[float],
+    b_correct: Sequence[float],
+    *,
+    clusters: Sequence[Hashable] | None = None,
+    n_boot: int = 10_000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> dict:
+    """Paired bootstrap of mean(a) − mean(b) over the same items (e.g. two checkpoints on the same rows × cells).
+
+    Returns ``diff`` (a − b), its percentile ``ci``, and a two-sided ``p_value`` from the bootstrap distribution
+    shifted to the null (how often a resampled difference moves at least |diff| away from diff); identical
+    inputs give diff 0, CI [0, 0] and p 1. ``clusters`` groups correlated items (default: each item alone).
+    """
+    a = np.asarray(a_correct, dtype=float)
+    b = np.asarray(b_correct, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"paired samples must have the same length, got {a.size} and {b.size}")
+    if a.size == 0:
+        return {"diff": None, "ci": None, "p_value": None, "n": 0}
+    counts = np.stack([a - b, np.ones_like(a)], axis=1)
+    if clusters is not None:
+        counts = cluster_sums(counts, clusters)
+    weights = resampling_weights(counts.shape[0], n_boot, seed)
+    diff = float(ratio(counts.sum(axis=0)))
+    replicates = ratio(weights @ counts)
+    low, high = np.percentile(replicates, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    extreme = np.sum(np.abs(replicates - diff) >= abs(diff) - 1e-12)
+    p_value = float((1 + extreme) / (1 + n_boot))
+    return {"diff": diff, "ci": [float(low), float(high)], "p_value": min(1.0, p_value), "n": int(a.size)}

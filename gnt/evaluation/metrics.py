@@ -1,0 +1,221 @@
+"""Grid metrics (SPEC §4) from generation records, per cell and aggregated per language and overall.
+
+Per block (a cell, a language, everything):
+
+- ``n`` records; ``extraction_errors``: count, rate (with CI) and counts by error code;
+- ``label_accuracy`` per set (Set-G → GENDERED, Set-N → NEUTRAL) and over all records;
+- ``label_macro_f1``: mean of the GENDERED and NEUTRAL F1 over both sets;
+- ``set_g_by_gender``: Set-G label accuracy split by the source gender F / M;
+- ``gnt_accuracy`` and ``coherence``: filled only when judgments are given, else null; ``xcomet``: null (filled
+  by the xCOMET step).
+
+An output with an extraction error counts as a failure everywhere (a wrong label, a non-neutral and incoherent
+translation), even when a label could be read from it: errors are never silently dropped. Every value carries a
+95% bootstrap CI resampled by row (:mod:`gnt.evaluation.bootstrap`).
+
+Judgments map a record's ``key`` to ``{"neutral": bool, "label": ...}`` (the judge's binary neutrality). GNT
+accuracy: Set-N is correct iff the translation is judged neutral, Set-G iff judged gendered. Coherence, per
+generated label: the share of outputs whose judged form agrees with the label. Outputs without an extraction error
+and without a judgment are left out and counted as ``n_unjudged``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from gnt.evaluation.bootstrap import (
+    cluster_sums,
+    estimate,
+    macro_f1,
+    paired_bootstrap,
+    ratio,
+    resampling_weights,
+)
+
+METRICS_FORMAT = "gnt-align/eval-metrics/1"
+_DIGITS = 6
+
+
+def _seed(seed: int, name: str) -> int:
+    """A per-block seed: blocks get independent but reproducible resamples."""
+    return int(hashlib.sha256(f"{seed}|{name}".encode()).hexdigest()[:8], 16)
+
+
+def _round(result: dict) -> dict:
+    if result.get("value") is not None:
+        result["value"] = round(result["value"], _DIGITS)
+        result["ci"] = [round(x, _DIGITS) for x in result["ci"]]
+    return result
+
+
+def _column(records: Sequence[Mapping], key: str) -> np.ndarray:
+    column = np.empty(len(records), dtype=object)
+    column[:] = [r[key] for r in records]
+    return column
+
+
+def _judged_neutral(record: Mapping, judgments: Mapping[str, Mapping] | None) -> bool | None:
+    judgment = judgments.get(record["key"]) if judgments else None
+    if not judgment or judgment.get("neutral") is None:
+        return None
+    return bool(judgment["neutral"])
+
+
+class _Block:
+    """Metrics of one group of records, sharing one resampling matrix."""
+
+    def __init__(self, records: Sequence[Mapping], name: str, n_boot: int, seed: int, alpha: float) -> None:
+        self.records = records
+        self.alpha = alpha
+        self.clusters = [(r["lang"], r["id"]) for r in records]
+        self.weights = resampling_weights(len(set(self.clusters)), n_boot, _seed(seed, name))
+
+    def estimate(self, columns: Sequence[np.ndarray], statistic, included: np.ndarray | None = None) -> dict:
+        per_record = np.stack(columns, axis=1).astype(float) if len(self.records) else np.zeros((0, len(columns)))
+        result = estimate(cluster_sums(per_record, self.clusters), statistic, self.weights, self.alpha)
+        result["n"] = int(included.sum()) if included is not None else len(self.records)
+        if result["n"] == 0:
+            result.update(value=None, ci=None)
+        return _round(result)
+
+    def rate(self, hits: np.ndarray, included: np.ndarray) -> dict:
+        return self.estimate([hits & included, included], ratio, included)
+
+
+def _block_metrics(records: Sequence[Mapping], judgments, name: str, n_boot: int, seed: int, alpha: float) -> dict:
+    block = _Block(records, name, n_boot, seed, alpha)
+    n = len(records)
+    is_g = _column(records, "set") == "Set-G"
+    is_n = ~is_g
+    ok = _column(records, "error") == None  # noqa: E711 - elementwise on an object array
+    labels = _column(records, "label")
+    pred = np.where(ok, labels, None)
+    gold = np.where(is_g, "GENDERED", "NEUTRAL")
+    correct = ok & (pred == gold)
+    everyone = np.ones(n, dtype=bool)
+    gender = _column(records, "gender")
+
+    f1_columns = []
+    for label in ("GENDERED", "NEUTRAL"):
+        predicted, actual = pred == label, gold == label
+        f1_columns += [predicted & actual, predicted & ~actual, actual & ~predicted]
+
+    result = {
+        "n": n,
+        "extraction_errors": {
+            "n": int((~ok).sum()),
+            "rate": block.rate(~ok, everyone),
+            "by_code": dict(sorted(Counter(r["error"] for r in records if r["error"] is not None).items())),
+        },
+        "label_accuracy": {
+            "Set-G": block.rate(correct, is_g),
+            "Set-N": block.rate(correct, is_n),
+            "all": block.rate(correct, everyone),
+        },
+        "label_macro_f1": block.estimate(f1_columns, macro_f1, everyone),
+        "set_g_by_gender": {g: block.rate(correct, is_g & (gender == g)) for g in ("F", "M")},
+        "gnt_accuracy": None,
+        "coherence": None,
+        "xcomet": None,
+    }
+    if judgments is not None:
+        neutral = [_judged_neutral(r, judgments) for r in records]
+        judged = np.array([v is not None for v in neutral], dtype=bool)
+        is_neutral = np.array([bool(v) for v in neutral], dtype=bool)
+        included = ~ok | judged  # extraction errors are failures; unjudged clean outputs are left out
+        gnt_ok = ok & judged & (is_neutral == is_n)
+        result["gnt_accuracy"] = {
+            "Set-G": block.rate(gnt_ok, included & is_g),
+            "Set-N": block.rate(gnt_ok, included & is_n),
+            "all": block.rate(gnt_ok, included),
+            "n_unjudged": int((ok & ~judged).sum()),
+        }
+        coherence: dict = {}
+        for label in ("GENDERED", "NEUTRAL"):
+            has_label = labels == label
+            agrees = ok & judged & (is_neutral == (label == "NEUTRAL"))
+            coherence[label] = block.rate(agrees, has_label & included)
+        coherence["n_unjudged"] = int((ok & ~judged & (labels != None)).sum())  # noqa: E711
+        result["coherence"] = coherence
+    return result
+
+
+def compute_metrics(
+    records: Iterable[Mapping],
+    judgments: Mapping[str, Mapping] | None = None,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> dict:
+    """Metrics per cell, per language and overall from generation records (+ optional judgments by record key)."""
+    records = list(records)
+    by_cell: dict[str, list] = defaultdict(list)
+    by_lang: dict[str, list] = defaultdict(list)
+    for record in records:
+        by_cell[record["cell"]].append(record)
+        by_lang[record["lang"]].append(record)
+    def block(rs: list, name: str) -> dict:
+        return _block_metrics(rs, judgments, name, n_boot, seed, alpha)
+
+    return {
+        "format": METRICS_FORMAT,
+        "cells": {cell: block(rs, f"cell:{cell}") for cell, rs in by_cell.items()},
+        "languages": {lang: block(rs, f"lang:{lang}") for lang, rs in by_lang.items()},
+        "overall": block(records, "overall"),
+        "bootstrap": {"samples": n_boot, "seed": seed, "alpha": alpha, "method": "percentile, rows resampled"},
+        "judged": judgments is not None,
+    }
+
+
+def _paired_key(record: Mapping) -> tuple:
+    return record["lang"], record["id"], record["cell"]
+
+
+def paired_comparison(
+    records_a: Iterable[Mapping],
+    records_b: Iterable[Mapping],
+    *,
+    metric: str = "label",
+    judgments: Mapping[str, Mapping] | None = None,
+    n_boot: int = 10_000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> dict:
+    """Paired bootstrap of model A − model B on the (row, cell) pairs both evaluated.
+
+    ``metric``: ``label`` (label accuracy) or ``gnt`` (GNT accuracy; needs ``judgments`` covering both models'
+    keys; pairs where either clean output is unjudged are left out). Rows are the resampling clusters.
+    """
+    if metric not in ("label", "gnt"):
+        raise ValueError(f"metric must be 'label' or 'gnt', got {metric!r}")
+    if metric == "gnt" and judgments is None:
+        raise ValueError("metric 'gnt' needs judgments")
+
+    def score(record: Mapping) -> float | None:
+        if record["error"] is not None:
+            return 0.0
+        if metric == "label":
+            return float(record["label"] == ("GENDERED" if record["set"] == "Set-G" else "NEUTRAL"))
+        neutral = _judged_neutral(record, judgments)
+        return None if neutral is None else float(neutral == (record["set"] == "Set-N"))
+
+    b_by_key = {_paired_key(r): r for r in records_b}
+    a_scores, b_scores, clusters = [], [], []
+    for record in records_a:
+        other = b_by_key.get(_paired_key(record))
+        if other is None:
+            continue
+        sa, sb = score(record), score(other)
+        if sa is None or sb is None:
+            continue
+        a_scores.append(sa)
+        b_scores.append(sb)
+        clusters.append((record["lang"], record["id"]))
+    result = paired_bootstrap(a_scores, b_scores, clusters=clusters, n_boot=n_boot, seed=seed, alpha=alpha)
+    result["metric"] = metric
+    return result

@@ -1,0 +1,99 @@
+"""The results layout of a sweep (what the judge, xCOMET and report steps read)::
+
+    <out>/
+      summary.json                         every evaluated model: kind, step, leakage, paths, headline metrics
+      cache/generations.jsonl              shared content-addressed generation cache (append-only)
+      base/                                the base model
+        generations.jsonl                  one record per row × cell (gnt.evaluation.generation_records)
+        metrics.json                       per cell, per language, overall (gnt.evaluation.metrics)
+        record.json                        recipe, model + adapter hash, backend, decoding, shot orders, counts
+      <run name>/checkpoint-<step>/        one folder per checkpoint, same three files
+      <parent>/<adapter folder>/           an explicitly given adapter
+
+Each file is written atomically; a model folder is complete once its ``record.json`` exists (written last).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from gnt.io import read_json, read_jsonl, write_json
+
+GENERATIONS = "generations.jsonl"
+METRICS = "metrics.json"
+RECORD = "record.json"
+SUMMARY = "summary.json"
+CACHE = Path("cache") / "generations.jsonl"
+SUMMARY_FORMAT = "gnt-align/eval-summary/1"
+
+
+def model_dir(out_dir: str | Path, name: str) -> Path:
+    return Path(out_dir) / name
+
+
+def cache_path(out_dir: str | Path) -> Path:
+    return Path(out_dir) / CACHE
+
+
+def load_generations(folder: str | Path) -> list[dict]:
+    """The generation records of one model folder."""
+    return read_jsonl(Path(folder) / GENERATIONS)
+
+
+def load_summary(out_dir: str | Path) -> dict:
+    path = Path(out_dir) / SUMMARY
+    return read_json(path) if path.is_file() else {"format": SUMMARY_FORMAT, "models": []}
+
+
+def headline(metrics: dict) -> dict:
+    """The few overall numbers a summary or table shows."""
+    overall = metrics["overall"]
+    return {
+        "n": overall["n"],
+        "extraction_error_rate": overall["extraction_errors"]["rate"]["value"],
+        "label_accuracy_set_g": overall["label_accuracy"]["Set-G"]["value"],
+        "label_accuracy_set_n": overall["label_accuracy"]["Set-N"]["value"],
+        "label_macro_f1": overall["label_macro_f1"]["value"],
+        "label_macro_f1_ci": overall["label_macro_f1"]["ci"],
+    }
+
+
+def update_summary(out_dir: str | Path, entries: list[dict]) -> Path:
+    """Merge this sweep's model entries into ``summary.json`` (a model evaluated again replaces its entry)."""
+    summary = load_summary(out_dir)
+    fresh = {e["name"] for e in entries}
+    kept = [e for e in summary.get("models", []) if e["name"] not in fresh and (Path(out_dir) / e["record"]).is_file()]
+    summary = {"format": SUMMARY_FORMAT, "cache": str(CACHE), "models": kept + entries}
+    path = Path(out_dir) / SUMMARY
+    write_json(path, summary)
+    return path
+
+
+def recompute_metrics(
+    folder: str | Path, judgments: Mapping[str, Mapping] | None = None, *, write: bool = True
+) -> dict:
+    """Recompute a model folder's ``metrics.json`` from its generations (+ judgments keyed by record ``key``).
+
+    The judge step calls this to fill ``gnt_accuracy`` and ``coherence``. Bootstrap settings come from the folder's
+    record, so intervals match the sweep's; the model name, step and leakage status are kept, and ``xcomet``
+    values already written by the xCOMET step are carried over.
+    """
+    from gnt.evaluation.metrics import compute_metrics
+
+    folder = Path(folder)
+    record = read_json(folder / RECORD)
+    recipe = record.get("eval_recipe", {})
+    metrics = compute_metrics(
+        load_generations(folder), judgments, n_boot=recipe.get("bootstrap_samples", 1000),
+        seed=recipe.get("bootstrap_seed", 0), alpha=recipe.get("alpha", 0.05),
+    )
+    old = read_json(folder / METRICS) if (folder / METRICS).is_file() else {}
+    for group in ("cells", "languages"):
+        for name, block in metrics[group].items():
+            block["xcomet"] = old.get(group, {}).get(name, {}).get("xcomet")
+    metrics["overall"]["xcomet"] = old.get("overall", {}).get("xcomet")
+    metrics.update(model=record["model"]["name"], global_step=record.get("global_step"), leakage=record.get("leakage"))
+    if write:
+        write_json(folder / METRICS, metrics)
+    return metrics

@@ -1,0 +1,272 @@
+"""The checkpoint sweep: every model × every selected grid cell × every evaluated row, resumable, never twice.
+
+Flow: discover models (base + ``checkpoint-*`` of the runs + explicit adapters) → load the rows → leakage guard
+(refuse before generating anything) → per base model, one backend; per model, per cell, requests sorted by prompt
+length and cut into fixed chunks → generation cache in front of the backend → records, metrics, run record.
+
+The requests of a model form one stream, cell after cell, each cell's requests sorted by prompt length (all
+prompts of a cell share their long prefix, which vLLM's prefix cache and padding both like), cut into chunks of
+``chunk_size``. Chunks are cut from the full stream, not from the cache misses: a chunk is written to the cache
+in one append, so after a kill every chunk is either fully cached or fully missing, and a resumed sweep sends
+exactly the same batches to the model as an uninterrupted one. Batched generation with padding is only
+reproducible for identical batches, so this is what makes a resumed sweep's metrics identical. Only about one
+chunk and one cell of prompts are held in memory at a time (a full-grid model is 72,000 prompts of a few KB each).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from gnt.data.entry import Entry
+from gnt.evaluation.cache import CachedBackend, GenerationCache
+from gnt.evaluation.config import EvalConfig
+from gnt.evaluation.discovery import ModelUnderTest, discover_models
+from gnt.evaluation.generation_records import RECORD_FORMAT, generation_record
+from gnt.evaluation.leakage import LeakageError, LeakageStatus, check_leakage, leakage_message
+from gnt.evaluation.metrics import compute_metrics
+from gnt.evaluation.results import (
+    GENERATIONS,
+    METRICS,
+    RECORD,
+    cache_path,
+    headline,
+    model_dir,
+    update_summary,
+)
+from gnt.evaluation.rows import load_rows
+from gnt.generation.base import Constraint, DecodingParams, GenerationBackend, GenerationRequest
+from gnt.io import write_json, write_jsonl
+from gnt.output_format import output_regex
+from gnt.prompts.grid import Cell, GridPrompt, PromptGrid
+from gnt.records import environment_record
+
+log = logging.getLogger("gnt.evaluation")
+
+BackendFactory = Callable[[EvalConfig, str, Sequence[str]], GenerationBackend]
+MAX_FAILED_CHUNKS = 3
+"""Consecutive chunks whose every request failed before the sweep stops: a wrong model path or a dead server
+should cost a minute, not 72,000 recorded failures."""
+
+
+class GenerationFailure(RuntimeError):
+    """The backend failed every request of several consecutive chunks."""
+
+
+def _default_factory(config: EvalConfig, base_model: str, adapter_paths: Sequence[str]) -> GenerationBackend:
+    from gnt.generation.factory import make_backend
+
+    return make_backend(config, base_model, adapter_paths)
+
+
+def _system_role(config: EvalConfig, backend: GenerationBackend) -> bool:
+    if config.system_role == "auto":
+        return backend.supports_system_role()
+    return config.system_role == "yes"
+
+
+class _ModelEvaluation:
+    """Renders the grid requests of one model and turns its generations into records (metrics are computed after)."""
+
+    def __init__(self, config: EvalConfig, grid: PromptGrid, entries: list[Entry], cells: list[Cell]) -> None:
+        self.config = config
+        self.grid = grid
+        self.entries = entries
+        self.cells = cells
+        self.params = DecodingParams(max_new_tokens=config.max_new_tokens)
+
+    def requests_for(self, model: ModelUnderTest, cell: Cell, system_role: bool):
+        constraint = Constraint("regex", output_regex(cell.lang)) if self.config.constrained else None
+        for entry in self.entries:
+            if entry.lang != cell.lang:
+                continue
+            prompt = self.grid.render(entry.source, cell, system_role)
+            yield entry, prompt, GenerationRequest.from_messages(prompt.messages, model.adapter, constraint, self.params)
+
+    def run(self, model: ModelUnderTest, backend: CachedBackend, system_role: bool) -> list[dict]:
+        """Generate the model's requests as one stream of fixed chunks; records in (cell, row) order."""
+        total = sum(1 for cell in self.cells for e in self.entries if e.lang == cell.lang)
+        records: dict[tuple[int, int], dict] = {}
+        pending: list[tuple[tuple[int, int], Entry, Cell, GridPrompt, GenerationRequest]] = []
+        bar = tqdm(total=total, desc=model.name, unit="gen", disable=not self.config.progress, leave=False)
+        failed_chunks = [0]
+
+        def flush(chunk: list) -> None:
+            generations = backend.generate([item[4] for item in chunk])
+            if all(g.error is not None for g in generations):
+                failed_chunks[0] += 1
+                if failed_chunks[0] >= MAX_FAILED_CHUNKS:
+                    bar.close()
+                    raise GenerationFailure(
+                        f"{model.name}: every request of {MAX_FAILED_CHUNKS} consecutive chunks failed; first error: "
+                        f"{generations[0].error}"
+                    )
+            else:
+                failed_chunks[0] = 0
+            for (order, entry, cell, prompt, request), generation in zip(chunk, generations, strict=True):
+                key = request.key(backend.model_id)
+                records[order] = generation_record(entry, cell, prompt, key, generation, model.name)
+            bar.update(len(chunk))
+            bar.set_postfix(cached=backend.hits, generated=backend.misses, refresh=False)
+
+        for cell_index, cell in enumerate(self.cells):
+            items = [
+                ((cell_index, row), entry, cell, prompt, request)
+                for row, (entry, prompt, request) in enumerate(self.requests_for(model, cell, system_role))
+            ]
+            items.sort(key=lambda item: (sum(len(text) for _, text in item[4].messages), item[0]))
+            pending.extend(items)
+            while len(pending) >= self.config.chunk_size:
+                flush(pending[: self.config.chunk_size])
+                del pending[: self.config.chunk_size]
+        if pending:
+            flush(pending)
+        bar.close()
+        return [records[order] for order in sorted(records)]
+
+
+def _run_record_summary(model: ModelUnderTest) -> dict:
+    """The checkpoint's run record without its (long) list of training source keys."""
+    record = {k: v for k, v in model.run_record.items() if k != "train_source_keys"}
+    if "train_source_keys" in model.run_record:
+        record["n_train_source_keys"] = len(model.run_record["train_source_keys"])
+    return record
+
+
+def _check_leakage(config: EvalConfig, models: list[ModelUnderTest], entries: list[Entry]) -> dict[str, LeakageStatus]:
+    evaluated = {e.source_key for e in entries}
+    statuses = {m.name: check_leakage(m, evaluated, config.allow_leakage) for m in models}
+    leaks = [name for name, s in statuses.items() if s.status == "leak"]
+    for name in leaks:
+        log.error(leakage_message(name, statuses[name], len(entries)))
+    for name, status in statuses.items():
+        if status.status == "unknown":
+            log.warning("%s: no record of its training data; leakage cannot be checked", name)
+    if leaks and not config.allow_leakage:
+        raise LeakageError(
+            f"refusing to evaluate {len(leaks)} leaking model(s) ({', '.join(leaks)}); see the messages above, "
+            "or pass --allow-leakage"
+        )
+    return statuses
+
+
+def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = None) -> Path:
+    """Evaluate every discovered model over the selected grid; return the output folder.
+
+    ``backend_factory(config, base_model, adapter_paths)`` builds the backend of one base model (default: the
+    recipe's backend); tests inject fakes through it.
+    """
+    started = time.perf_counter()
+    out = Path(config.out_dir)
+    models = discover_models(config.runs, config.adapters, config.model, config.include_base)
+    grid = PromptGrid(config.langs, config.prompts_dir, seed=config.grid_seed)
+    entries, rows_info = load_rows(config, models, grid)
+    cells = config.cells()
+    statuses = _check_leakage(config, models, entries)
+    log.info("sweep: %d model(s) × %d cell(s) × %d row(s) → %s", len(models), len(cells), len(entries), out)
+
+    cache = GenerationCache(cache_path(out))
+    evaluation = _ModelEvaluation(config, grid, entries, cells)
+    factory = backend_factory or _default_factory
+    summary_entries, table = [], []
+    by_base: dict[str, list[ModelUnderTest]] = {}
+    for model in models:
+        by_base.setdefault(model.base_model, []).append(model)
+    for base_model, group in by_base.items():
+        backend = CachedBackend(factory(config, base_model, [m.adapter.path for m in group if m.adapter]), cache)
+        try:
+            system_role = _system_role(config, backend)
+            for model in group:
+                metrics, entry = _evaluate_model(
+                    config, model, backend, evaluation, system_role, statuses[model.name], rows_info, grid, cells
+                )
+                summary_entries.append(entry)
+                table.append((model.name, metrics))
+        finally:
+            backend.close()
+    update_summary(out, summary_entries)
+    log.info("sweep done in %.1fs", time.perf_counter() - started)
+    if config.progress:
+        from gnt.evaluation.table import print_metrics_table
+
+        print_metrics_table(table)
+    return out
+
+
+def _evaluate_model(
+    config: EvalConfig,
+    model: ModelUnderTest,
+    backend: CachedBackend,
+    evaluation: _ModelEvaluation,
+    system_role: bool,
+    leakage: LeakageStatus,
+    rows_info: dict,
+    grid: PromptGrid,
+    cells: list[Cell],
+) -> tuple[dict, dict]:
+    started = time.perf_counter()
+    hits, misses, failures = backend.hits, backend.misses, backend.failures
+    records = evaluation.run(model, backend, system_role)
+    counts = {
+        "requests": len(records),
+        "cache_hits": backend.hits - hits,
+        "generated": backend.misses - misses,
+        "failed": backend.failures - failures,
+    }
+    seconds = time.perf_counter() - started
+    log.info(
+        "%s: %d generations (%d from cache, %d generated, %d failed) in %.1fs",
+        model.name, counts["requests"], counts["cache_hits"], counts["generated"], counts["failed"], seconds,
+    )
+    metrics = compute_metrics(
+        records, n_boot=config.bootstrap_samples, seed=config.bootstrap_seed, alpha=config.alpha
+    )
+    metrics.update(model=model.name, global_step=model.global_step, leakage=leakage.to_json())
+    folder = model_dir(config.out_dir, model.name)
+    record = {
+        "format": "gnt-align/eval-record/1",
+        "generation_format": RECORD_FORMAT,
+        "model": model.describe(),
+        "model_id": backend.model_id,
+        "global_step": model.global_step,
+        "backend": backend.describe(),
+        "decoding": asdict(evaluation.params),
+        "constraint": {c.lang: output_regex(c.lang) for c in cells} if config.constrained else None,
+        "system_role": system_role,
+        "grid": {
+            "cells": [c.name for c in cells],
+            "seed": config.grid_seed,
+            "prompts_dir": config.prompts_dir,
+            "prompt_texts_hash": {lang: grid.texts[lang].content_hash for lang in grid.langs},
+        },
+        "shot_orders": grid.shot_orders(cells),
+        "rows": rows_info,
+        "leakage": leakage.to_json(),
+        "run_record": _run_record_summary(model),
+        "eval_recipe": config.to_json(),
+        "counts": counts,
+        "seconds": round(seconds, 3),
+        "environment": environment_record(),
+    }
+    write_jsonl(folder / GENERATIONS, records)
+    write_json(folder / METRICS, metrics)
+    write_json(folder / RECORD, record)  # last: a folder with a record is complete
+    entry = {
+        "name": model.name,
+        "kind": model.kind,
+        "base_model": model.base_model,
+        "global_step": model.global_step,
+        "adapter_weights_hash": model.adapter.weights_hash if model.adapter else None,
+        "leakage": leakage.status,
+        "generations": f"{model.name}/{GENERATIONS}",
+        "metrics": f"{model.name}/{METRICS}",
+        "record": f"{model.name}/{RECORD}",
+        "counts": counts,
+        "headline": headline(metrics),
+    }
+    return metrics, entry

@@ -1,0 +1,445 @@
+"""Recipes: a flat YAML file of known keys, plus command-line overrides, checked before anything heavy runs.
+
+A recipe uses the field names of the dataclasses that consume it (TRL's ``SFTConfig``/``DPOConfig`` and
+``ModelConfig``, and the project's own keys), so a user who knows TRL already knows the recipe language. What this
+module adds over ``TrlParser``:
+
+- the recipe is a **positional** argument (``train/sft.py recipes/qwen.yaml``), and overrides are accepted both as
+  ``--key value`` / ``--key=value`` and as ``key=value`` (LLaMA-Factory style);
+- an unknown key fails at once, naming the closest valid keys, instead of after a model has loaded;
+- malformed YAML, duplicate keys and values of the wrong type are reported with the file and line;
+- values are coerced by the field's type (so ``1e-4`` is a float even though YAML 1.1 reads it as a string).
+
+Everything here is stdlib + PyYAML: the schema is built from whatever dataclasses the caller passes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import enum
+import json
+import types
+import typing
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+EXIT_USAGE = 2
+"""Exit status of every user-input error (recipe, data, adapter, capability), as argparse uses for bad usage."""
+
+
+class RecipeError(ValueError):
+    """A problem with a recipe or its overrides; the message says where and what to do."""
+
+    exit_code = EXIT_USAGE
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Schema: which keys exist, their types and where they go
+# ------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """One recipe key: the dataclass that consumes it, its type annotation, default and allowed choices."""
+
+    name: str
+    owner: str
+    annotation: Any
+    default: Any = None
+    choices: tuple[Any, ...] | None = None
+    help: str = ""
+
+
+@dataclass
+class RecipeSchema:
+    """The valid keys of one kind of recipe (e.g. the SFT stage), with aliases and hints about other kinds."""
+
+    keys: dict[str, KeySpec]
+    aliases: dict[str, str] = field(default_factory=dict)
+    """Old or alternative names accepted and renamed (``torch_dtype`` → ``dtype``)."""
+    elsewhere: dict[str, str] = field(default_factory=dict)
+    """Keys that are invalid here but valid in another kind of recipe, with a hint (``beta`` → use train/dpo.py)."""
+
+    @classmethod
+    def from_dataclasses(cls, classes: Sequence[type], **kwargs: Any) -> RecipeSchema:
+        """Collect the init fields of ``classes``; a name claimed by several classes keeps its first owner."""
+        keys: dict[str, KeySpec] = {}
+        for klass in classes:
+            hints = typing.get_type_hints(klass)
+            for f in dataclasses.fields(klass):
+                if not f.init or f.name.startswith("_") or f.name in keys:
+                    continue
+                default = f.default
+                if default is dataclasses.MISSING:
+                    default = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+                choices = f.metadata.get("choices")
+                keys[f.name] = KeySpec(
+                    f.name, klass.__name__, hints.get(f.name, Any), default,
+                    tuple(choices) if choices else None, str(f.metadata.get("help", "")),
+                )
+        return cls(keys, **kwargs)
+
+    def closest(self, key: str, n: int = 5) -> list[str]:
+        """The valid keys closest to a misspelt one (difflib ratio, then substring matches)."""
+        names = sorted(self.keys)
+        close = difflib.get_close_matches(key, names, n=n, cutoff=0.6)
+        if len(close) < n:
+            close += [k for k in names if (key in k or k in key) and k not in close and len(k) > 2][: n - len(close)]
+        return close
+
+    def canonical(self, key: str, where: str) -> str:
+        """The schema name of ``key`` (after aliases), or a RecipeError naming the closest valid keys."""
+        key = key.replace("-", "_")
+        key = self.aliases.get(key, key)
+        if key in self.keys:
+            return key
+        message = f"{where}: unknown key '{key}'."
+        if key in self.elsewhere:
+            message += f" {self.elsewhere[key]}"
+        suggestions = self.closest(key)
+        if suggestions:
+            message += f" Closest valid keys: {', '.join(suggestions)}."
+        message += " (Recipe keys are TRL SFTConfig/DPOConfig and ModelConfig fields plus the project keys.)"
+        raise RecipeError(message)
+
+    def coerce(self, key: str, value: Any, where: str) -> Any:
+        """``value`` converted to the key's type, or a RecipeError saying what was expected."""
+        spec = self.keys[key]
+        try:
+            result = coerce_value(value, spec.annotation)
+        except (TypeError, ValueError) as exc:
+            raise RecipeError(f"{where}: {key}: {exc}") from None
+        if spec.choices and result is not None:
+            values = result if isinstance(result, list) else [result]
+            bad = [v for v in values if str(v) not in {str(c) for c in spec.choices}]
+            if bad:
+                raise RecipeError(
+                    f"{where}: {key}: {bad[0]!r} is not one of {', '.join(str(c) for c in spec.choices)}"
+                )
+        return result
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Type coercion
+# ------------------------------------------------------------------------------------------------------------------
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+_NONE = {"none", "null", "~", ""}
+
+
+def _members(annotation: Any) -> tuple[Any, ...]:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        return typing.get_args(annotation)
+    return (annotation,)
+
+
+def _describe(annotation: Any) -> str:
+    return str(annotation).replace("typing.", "").replace("<class '", "").replace("'>", "")
+
+
+def coerce_value(value: Any, annotation: Any) -> Any:
+    """Convert a YAML or command-line value to ``annotation`` (a dataclass field type); raise ValueError if it can't.
+
+    Strings are parsed by the target type, so command-line text and YAML 1.1 quirks (``1e-4`` read as a string)
+    end up as the number the user meant. The first member of a union that accepts the value wins, in the order
+    None, bool, int, float, list, dict, enum/Literal, str.
+    """
+    if annotation is Any:
+        return value
+    members = _members(annotation)
+    allows_none = type(None) in members
+    if value is None:
+        if allows_none:
+            return None
+        raise ValueError(f"expected {_describe(annotation)}, got null")
+    if isinstance(value, str) and allows_none:
+        text = value.strip().lower()
+        # "none" stays a string where strings are valid (report_to: none means "no integrations")
+        if text in {"null", "~"} or (text in _NONE and str not in members):
+            return None
+    order = sorted(
+        (m for m in members if m is not type(None)),
+        key=lambda m: [bool, int, float, list, dict].index(typing.get_origin(m) or m)
+        if (typing.get_origin(m) or m) in (bool, int, float, list, dict) else 9,
+    )
+    for member in order:
+        try:
+            return _coerce_one(value, member)
+        except (TypeError, ValueError):
+            continue
+    raise ValueError(f"expected {_describe(annotation)}, got {value!r}")
+
+
+def _coerce_one(value: Any, member: Any) -> Any:
+    origin = typing.get_origin(member) or member
+    args = typing.get_args(member)
+    if member is Any:
+        return value
+    if origin is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise ValueError("not a boolean")
+    if origin is int:
+        if isinstance(value, bool):
+            raise ValueError("boolean for an integer")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            return int(value.strip())
+        raise ValueError("not an integer")
+    if origin is float:
+        if isinstance(value, bool):
+            raise ValueError("boolean for a number")
+        if isinstance(value, (int, float)):
+            return value  # an int is a valid float (TrainingArguments reads 4 and 0.1 differently: steps vs ratio)
+        if isinstance(value, str):
+            text = value.strip()
+            try:
+                return int(text)
+            except ValueError:
+                return float(text)
+        raise ValueError("not a number")
+    if origin in (list, tuple, Sequence):
+        inner = args[0] if args else Any
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                value = yaml.safe_load(text)
+            else:
+                value = [part.strip() for part in text.split(",") if part.strip()]
+        if not isinstance(value, (list, tuple)):
+            value = [value]
+        return [coerce_value(v, inner) for v in value]
+    if origin in (dict, Mapping):
+        if isinstance(value, str) and value.strip().startswith("{"):
+            value = json.loads(value) if value.strip().startswith('{"') else yaml.safe_load(value)
+        if isinstance(value, dict):
+            return value
+        raise ValueError("not a mapping")
+    if isinstance(value, bool) and (origin is typing.Literal or (isinstance(origin, type) and issubclass(origin, enum.Enum))):
+        value = "yes" if value else "no"  # YAML 1.1 reads an unquoted `eval_strategy: no` as False
+    if origin is typing.Literal:
+        for option in args:
+            if value == option or (isinstance(value, str) and str(option) == value):
+                return option
+        raise ValueError(f"not one of {args}")
+    if isinstance(origin, type) and issubclass(origin, enum.Enum):
+        if isinstance(value, origin):
+            return value.value
+        valid = [m.value for m in origin]
+        if value in valid:
+            return value
+        raise ValueError(f"not one of {', '.join(map(str, valid))}")
+    if origin is str:
+        if isinstance(value, (dict, list, bool)):
+            raise ValueError("not a string (quote it in YAML)")
+        return value if isinstance(value, str) else str(value)
+    if dataclasses.is_dataclass(origin) or isinstance(origin, type):
+        raise ValueError(f"{_describe(member)} cannot be set from a recipe")
+    return value
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# YAML with line numbers and duplicate detection
+# ------------------------------------------------------------------------------------------------------------------
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses duplicate keys (PyYAML keeps the last one silently) and records key lines."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key '{key}' (first on line {seen[key]})", key_node.start_mark
+                )
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml_mapping(path: str | Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """Read a recipe file: its top-level mapping and the line of each key. Errors name the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        hint = ""
+        here = Path("recipes")
+        if here.is_dir():
+            hint = f" Shipped recipes: {', '.join(sorted(p.name for p in here.glob('*.yaml')))}."
+        raise RecipeError(f"recipe not found: {path}.{hint}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        loader = _UniqueKeyLoader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else {}
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+        raise RecipeError(f"{where}: malformed YAML: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise RecipeError(f"{path}: malformed YAML: {exc}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise RecipeError(f"{path}: a recipe is a mapping of keys to values, got a {type(data).__name__}")
+    lines = {}
+    if isinstance(node, yaml.MappingNode):
+        lines = {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
+    return {str(k): v for k, v in data.items()}, lines
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Command line: positional recipe + overrides
+# ------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CommandLine:
+    """What a training entry point was asked: recipe file, ordered overrides and flags."""
+
+    recipe: str | None
+    overrides: list[tuple[str, Any]] = field(default_factory=list)
+    dry_run: bool = False
+    help: bool = False
+
+
+FLAGS = {"--dry-run": "dry_run", "--dry_run": "dry_run", "--help": "help", "-h": "help"}
+
+
+def parse_command_line(argv: Sequence[str]) -> CommandLine:
+    """Split ``argv`` into the recipe path and overrides.
+
+    Accepted forms: ``--key value``, ``--key=value``, ``key=value``, ``--key v1 v2`` (a list) and a bare ``--flag``
+    (true). ``--config recipe.yaml`` is accepted too, for users coming from TrlParser.
+    """
+    cli = CommandLine(recipe=None)
+    tokens = list(argv)
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if token in FLAGS:
+            setattr(cli, FLAGS[token], True)
+            continue
+        if token.startswith("--"):
+            body = token[2:]
+            if "=" in body:
+                key, value = body.split("=", 1)
+            else:
+                key, values = body, []
+                while i < len(tokens) and not tokens[i].startswith("--") and not _is_assignment(tokens[i]):
+                    values.append(tokens[i])
+                    i += 1
+                value = True if not values else values[0] if len(values) == 1 else values
+            if key == "config" and cli.recipe is None and isinstance(value, str):
+                cli.recipe = value
+                continue
+            cli.overrides.append((key, value))
+        elif _is_assignment(token):
+            key, value = token.split("=", 1)
+            cli.overrides.append((key, value))
+        elif cli.recipe is None:
+            cli.recipe = token
+        else:
+            raise RecipeError(
+                f"unexpected argument '{token}': give one recipe file, then overrides as --key value or key=value"
+            )
+    return cli
+
+
+def normalize_overrides(overrides: Iterable[Any]) -> list[tuple[str, Any]]:
+    """Overrides given as CLI strings (``["lr=1e-4", "--max_steps", "4"]``) or as ``(key, value)`` pairs."""
+    items = list(overrides)
+    if items and all(isinstance(o, tuple) for o in items):
+        return [(str(k), v) for k, v in items]
+    cli = parse_command_line([str(o) for o in items])
+    if cli.recipe is not None:
+        raise RecipeError(f"unexpected argument '{cli.recipe}' among overrides: write key=value or --key value")
+    return cli.overrides
+
+
+def _is_assignment(token: str) -> bool:
+    if "=" not in token or token.startswith("-"):
+        return False
+    key = token.split("=", 1)[0]
+    return key.replace("_", "").replace("-", "").replace(".", "").isalnum()
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Resolution
+# ------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ResolvedRecipe:
+    """Recipe values after overrides and coercion, with where each value came from."""
+
+    path: str | None
+    values: dict[str, Any]
+    sources: dict[str, str]
+    overrides: list[str]
+
+    @property
+    def name(self) -> str:
+        """The recipe's stem (``recipes/qwen-dpo.yaml`` → ``qwen-dpo``): the default run name."""
+        return Path(self.path).stem if self.path else "cli"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+
+def resolve_recipe(
+    path: str | Path | None,
+    overrides: Iterable[tuple[str, Any]],
+    schema: RecipeSchema,
+    defaults: Mapping[str, Any] | None = None,
+) -> ResolvedRecipe:
+    """Merge ``defaults`` < recipe file < overrides; every key checked against ``schema`` and coerced.
+
+    Raises RecipeError for unknown keys, wrong types and malformed YAML (all before any model is loaded).
+    """
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for key, value in (defaults or {}).items():
+        values[key] = schema.coerce(key, value, "default")
+        sources[key] = "default"
+    if path is not None:
+        data, lines = load_yaml_mapping(path)
+        for raw_key, value in data.items():
+            where = f"{path}:{lines.get(raw_key, '?')}"
+            key = schema.canonical(raw_key, where)
+            values[key] = schema.coerce(key, value, where)
+            sources[key] = "recipe"
+    applied = []
+    for raw_key, value in overrides:
+        where = f"override '{raw_key}'"
+        key = schema.canonical(raw_key, where)
+        values[key] = schema.coerce(key, value, where)
+        sources[key] = "override"
+        applied.append(f"{key}={value if not isinstance(value, list) else ','.join(map(str, value))}")
+    return ResolvedRecipe(str(path) if path is not None else None, values, sources, applied)
+
+
+def split_by_owner(recipe: ResolvedRecipe, schema: RecipeSchema) -> dict[str, dict[str, Any]]:
+    """Recipe values grouped by the dataclass that consumes them (``{"SFTConfig": {...}, "ModelConfig": {...}}``)."""
+    groups: dict[str, dict[str, Any]] = {}
+    for key, value in recipe.values.items():
+        groups.setdefault(schema.keys[key].owner, {})[key] = value
+    return groups

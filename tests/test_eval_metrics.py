@@ -1,0 +1,157 @@
+"""Grid metrics against hand-computed values, bootstrap CIs, the paired test, judgments, extraction edge cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from gnt.data.entry import Entry
+from gnt.evaluation.bootstrap import paired_bootstrap
+from gnt.evaluation.generation_records import GENERATION_FAILED, generation_record
+from gnt.evaluation.metrics import compute_metrics, paired_comparison
+from gnt.generation.base import Generation
+from gnt.prompts.grid import Cell, PromptGrid
+
+CELL = "it/G+S/4"
+
+
+def rec(i: int, set_: str, gender: str | None, label: str | None, error: str | None = None, cell: str = CELL) -> dict:
+    return {"lang": "it", "id": f"r{i}", "set": set_, "gender": gender, "label": label, "error": error,
+            "cell": cell, "key": f"{cell}/k{i}"}
+
+
+# Eight rows: Set-G F (2), Set-G M (2), Set-N (4); two extraction errors.
+FIXTURE = [
+    rec(0, "Set-G", "F", "GENDERED"),             # correct
+    rec(1, "Set-G", "F", "NEUTRAL"),              # wrong
+    rec(2, "Set-G", "M", "GENDERED"),             # correct
+    rec(3, "Set-G", "M", "GENDERED", "unterminated"),  # label readable, but an error: a failure
+    rec(4, "Set-N", None, "NEUTRAL"),             # correct
+    rec(5, "Set-N", None, "NEUTRAL"),             # correct
+    rec(6, "Set-N", None, "GENDERED"),            # wrong
+    rec(7, "Set-N", None, None, "no_label"),      # failure
+]
+
+
+def test_label_metrics_match_hand_computed_values() -> None:
+    m = compute_metrics(FIXTURE, n_boot=500)
+    for block in (m["cells"][CELL], m["languages"]["it"], m["overall"]):
+        assert block["n"] == 8
+        assert block["extraction_errors"]["n"] == 2
+        assert block["extraction_errors"]["by_code"] == {"no_label": 1, "unterminated": 1}
+        assert block["extraction_errors"]["rate"]["value"] == pytest.approx(2 / 8)
+        acc = block["label_accuracy"]
+        assert (acc["Set-G"]["value"], acc["Set-G"]["n"]) == (pytest.approx(2 / 4), 4)
+        assert (acc["Set-N"]["value"], acc["Set-N"]["n"]) == (pytest.approx(2 / 4), 4)
+        assert acc["all"]["value"] == pytest.approx(4 / 8)
+        # GENDERED: TP 2 (r0, r2), FP 1 (r6), FN 2 (r1, r3) → F1 4/7; NEUTRAL: TP 2, FP 1 (r1), FN 2 (r6, r7) → 4/7
+        assert block["label_macro_f1"]["value"] == pytest.approx(4 / 7, abs=1e-6)
+        assert block["set_g_by_gender"]["F"]["value"] == pytest.approx(1 / 2)
+        assert block["set_g_by_gender"]["M"]["value"] == pytest.approx(1 / 2)
+        assert block["gnt_accuracy"] is None and block["coherence"] is None and block["xcomet"] is None
+
+
+def test_macro_f1_is_unweighted_mean_of_class_f1() -> None:
+    records = [rec(0, "Set-G", "M", "GENDERED"), rec(1, "Set-G", "M", "GENDERED"), rec(2, "Set-N", None, "GENDERED")]
+    # GENDERED: TP 2, FP 1, FN 0 → 0.8; NEUTRAL: TP 0, FP 0, FN 1 → 0
+    assert compute_metrics(records, n_boot=100)["overall"]["label_macro_f1"]["value"] == pytest.approx(0.4)
+
+
+def test_confidence_intervals_contain_the_estimate_and_are_reproducible() -> None:
+    records = [rec(i, "Set-G" if i % 3 else "Set-N", "F" if i % 2 else "M", "GENDERED" if i % 5 else "NEUTRAL")
+               for i in range(60)]
+    first = compute_metrics(records, n_boot=400, seed=3)
+    assert first == compute_metrics(records, n_boot=400, seed=3)
+    overall = first["overall"]
+    stats = [overall["label_macro_f1"], overall["extraction_errors"]["rate"], *overall["label_accuracy"].values(),
+             *overall["set_g_by_gender"].values()]
+    for stat in stats:
+        low, high = stat["ci"]
+        assert low <= stat["value"] <= high
+    assert overall["label_accuracy"]["all"]["ci"][0] < overall["label_accuracy"]["all"]["ci"][1]
+
+
+def test_aggregates_resample_rows_not_records() -> None:
+    """The same row in two cells is one resampling unit: both cells' records move together."""
+    cells = ["it/None/0", "it/G/2"]
+    records = [rec(i, "Set-N", None, "NEUTRAL" if i < 10 else "GENDERED", cell=c) for c in cells for i in range(20)]
+    m = compute_metrics(records, n_boot=300)
+    assert m["overall"]["n"] == 40 and set(m["cells"]) == set(cells)
+    assert m["overall"]["label_accuracy"]["all"]["value"] == pytest.approx(0.5)
+
+
+def test_judgments_fill_gnt_accuracy_and_coherence() -> None:
+    # neutral judgments per key; r3 and r7 are extraction errors (failures whatever the judge says)
+    neutral = {0: False, 1: True, 2: True, 3: False, 4: True, 5: False, 6: False, 7: True}
+    judgments = {f"{CELL}/k{i}": {"neutral": v, "label": "NEUTRAL" if v else "CORRECTLY GENDERED"}
+                 for i, v in neutral.items()}
+    del judgments[f"{CELL}/k5"]  # one clean output the judge never saw
+    block = compute_metrics(FIXTURE, judgments, n_boot=200)["overall"]
+    gnt = block["gnt_accuracy"]
+    # Set-G: r0 gendered ✓, r1 neutral ✗, r2 neutral ✗, r3 error ✗ → 1/4; Set-N: r4 ✓, r6 ✗, r7 error ✗ (r5 unjudged)
+    assert (gnt["Set-G"]["value"], gnt["Set-G"]["n"]) == (pytest.approx(1 / 4), 4)
+    assert (gnt["Set-N"]["value"], gnt["Set-N"]["n"]) == (pytest.approx(1 / 3), 3)
+    assert gnt["all"]["value"] == pytest.approx(2 / 7) and gnt["n_unjudged"] == 1
+    coherence = block["coherence"]
+    # GENDERED labels: r0 ✓ (gendered), r2 ✗ (neutral), r3 ✗ (error), r6 ✓ → 2/4
+    # NEUTRAL labels: r1 ✓ (neutral), r4 ✓ (neutral); r5 unjudged → 2/2
+    assert coherence["GENDERED"]["value"] == pytest.approx(2 / 4)
+    assert (coherence["NEUTRAL"]["value"], coherence["NEUTRAL"]["n"]) == (pytest.approx(1.0), 2)
+    assert coherence["n_unjudged"] == 1
+
+
+def test_paired_bootstrap_says_no_difference_for_identical_outputs() -> None:
+    result = paired_comparison(FIXTURE, [dict(r) for r in FIXTURE], n_boot=2000)
+    assert result["diff"] == 0 and result["ci"] == [0.0, 0.0] and result["p_value"] == 1.0
+    assert result["n"] == 8
+
+
+def test_paired_bootstrap_detects_a_clear_difference() -> None:
+    a = [1.0] * 90 + [0.0] * 10
+    b = [1.0] * 40 + [0.0] * 60
+    result = paired_bootstrap(a, b, n_boot=2000, seed=1)
+    assert result["diff"] == pytest.approx(0.5)
+    assert result["ci"][0] > 0.3 and result["p_value"] < 0.01
+    with pytest.raises(ValueError):
+        paired_bootstrap([1.0], [1.0, 0.0])
+
+
+def test_empty_and_degenerate_blocks_do_not_crash() -> None:
+    empty = compute_metrics([], n_boot=50)["overall"]
+    assert empty["n"] == 0 and empty["label_accuracy"]["all"]["value"] is None
+    only_g = compute_metrics([rec(0, "Set-G", "F", "GENDERED")], n_boot=50)["overall"]
+    assert only_g["label_accuracy"]["Set-N"] == {"value": None, "ci": None, "n": 0}
+    assert only_g["label_accuracy"]["Set-G"]["ci"] == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("raw", "error", "label", "translation"),
+    [
+        ("<it> **NEUTRAL** [Il documento [A6-0123/2009] è approvato]", None, "NEUTRAL",
+         "Il documento [A6-0123/2009] è approvato"),                   # `]` inside the translation
+        ("<it> [La cittadinanza è stanca]", "no_label", None, None),    # missing label marker
+        ("<it> **GENDERED** [I cittadini sono sta", "unterminated", "GENDERED", "I cittadini sono sta"),  # truncated
+        ("", "empty", None, None),                                      # empty output
+        ("<de> **NEUTRAL** [La cittadinanza è stanca]", "wrong_lang_tag", "NEUTRAL", "La cittadinanza è stanca"),
+    ],
+)
+def test_extraction_edge_cases_are_counted_never_raised(raw, error, label, translation) -> None:
+    entry = Entry("IT-1", "it", "Set-N", "The citizens are tired.", "I cittadini sono stanchi.",
+                  ("La cittadinanza è stanca.",))
+    cell = Cell("it", "G+S", 4)
+    prompt = PromptGrid(["it"]).render(entry.source, cell)
+    record = generation_record(entry, cell, prompt, "k", Generation(raw), "base")
+    assert (record["error"], record["label"], record["translation"]) == (error, label, translation)
+    assert record["label_correct"] == (error is None and label == "NEUTRAL")
+    assert record["ref_g"] == entry.ref_g and record["ref_n"] == list(entry.ref_n)
+    m = compute_metrics([record], n_boot=20)["overall"]
+    assert m["extraction_errors"]["by_code"] == ({error: 1} if error else {})
+    assert m["label_accuracy"]["all"]["value"] == (1.0 if error is None else 0.0)
+
+
+def test_backend_failure_is_a_counted_error() -> None:
+    entry = Entry("IT-1", "it", "Set-G", "He is tired.", "È stanco.", ("È una persona stanca.",), gender="M")
+    cell = Cell("it", "None", 0)
+    prompt = PromptGrid(["it"]).render(entry.source, cell)
+    record = generation_record(entry, cell, prompt, "k", Generation("", error="HTTP 500"), "base")
+    assert record["error"] == GENERATION_FAILED and record["generation_error"] == "HTTP 500"
+    assert compute_metrics([record], n_boot=20)["overall"]["extraction_errors"]["by_code"] == {GENERATION_FAILED: 1}
