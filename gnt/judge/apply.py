@@ -1,0 +1,325 @@
+"""Judge an evaluation results folder and refill its metrics with GNT accuracy and coherence.
+
+The evaluator leaves ``<results>/<model>/generations.jsonl`` (one record per row × grid cell, with ``key``,
+``source``, ``translation`` and the extraction ``error``) and ``metrics.json``. This step:
+
+1. collects every clean translation (no extraction error) of every model folder and judges the distinct
+   (language, source, translation) items once, through the judge cache shared by the whole folder
+   (``<results>/cache/judgments.jsonl``): the same translation from two cells or two checkpoints costs one judgment,
+   and a rerun costs none;
+2. writes ``<model>/judgments.jsonl``: one line per judged generation record (its ``key``), with the judge
+   (model id), the phrases, the label, the binary neutrality, or ``error: "judge_error"`` with the kind, the
+   detail (``judge_error``) and the raw text;
+3. with an LLM judge, also runs the lexical judge (free) on the same records, writes
+   ``<model>/judgments-lexical.jsonl`` and reports the agreement of the two (percent and Cohen's κ);
+4. recomputes ``metrics.json`` with :func:`gnt.evaluation.metrics.compute_metrics` and the judgments (same
+   bootstrap settings as before), keeping what other steps filled (xCOMET) and adding a ``judge`` block: which
+   judge, how many errors, the agreement, and the judge's validation figures when a validation report is given;
+5. writes ``<model>/judge_summary.json`` with the same block and the run's counts.
+
+Records with an extraction error are not judged (the metrics count them as failures). A ``judge_error`` leaves
+its record unjudged: the metrics leave it out of GNT accuracy and count it as ``n_unjudged``, and the summary
+counts it by kind, so a judge failure is never silently turned into a model failure or success.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gnt.data.entry import Entry
+from gnt.data.errors import DataError
+from gnt.io import read_json, read_jsonl, write_json, write_jsonl
+from gnt.judge.agreement import binary_agreement
+from gnt.judge.lexical import LexicalJudge, LexicalJudgment
+from gnt.judge.llm_judge import JudgeItem, Judgment, LLMJudge
+
+log = logging.getLogger(__name__)
+
+GENERATIONS = "generations.jsonl"
+METRICS = "metrics.json"
+JUDGMENTS = "judgments.jsonl"
+LEXICAL_JUDGMENTS = "judgments-lexical.jsonl"
+SUMMARY = "judge_summary.json"
+RECORD = "record.json"
+CACHE = "cache/judgments.jsonl"
+
+
+def find_model_dirs(results_dir: str | Path, models: Sequence[str] = ()) -> list[tuple[str, Path]]:
+    """``(name, folder)`` of every model folder under ``results_dir``: one with ``generations.jsonl`` beside its
+    ``metrics.json`` or ``record.json`` (so the sweep's ``cache/generations.jsonl`` is not taken for a model).
+
+    Names are paths relative to ``results_dir`` (``base``, ``run/checkpoint-8``); ``models`` keeps only those.
+    """
+    root = Path(results_dir)
+    if not root.is_dir():
+        raise DataError("results folder not found", root)
+    found = [
+        (p.parent.relative_to(root).as_posix(), p.parent)
+        for p in sorted(root.rglob(GENERATIONS))
+        if (p.parent / METRICS).is_file() or (p.parent / RECORD).is_file()
+    ]
+    if models:
+        names = {n for n, _ in found}
+        missing = [m for m in models if m not in names]
+        if missing:
+            raise DataError(f"no {GENERATIONS} for model(s) {', '.join(missing)} (found: {', '.join(sorted(names))})", root)
+        found = [(n, p) for n, p in found if n in set(models)]
+    if not found:
+        raise DataError(f"no {GENERATIONS} under this folder: run the evaluation first", root)
+    return found
+
+
+def load_rows(source: str | Path, langs: Iterable[str] | None = None) -> list[Entry]:
+    """Dataset rows from an mGeNTE folder/TSV/hub id or a JSON-lines file of entries (a data build's eval file)."""
+    from gnt.data.entry import LANGUAGES
+    from gnt.data.mgente import load_mgente
+
+    langs = tuple(langs or LANGUAGES)
+    path = Path(source)
+    if path.suffix == ".jsonl" and path.is_file():
+        return [e for e in (Entry.from_record(r) for r in read_jsonl(path)) if e.lang in langs]
+    return load_mgente(source, langs)  # type: ignore[arg-type]
+
+
+def recorded_rows(results_dir: str | Path, langs: Iterable[str] | None = None) -> list[Entry] | None:
+    """The rows an evaluation recorded it used (``record.json`` → ``rows.source``), or None when unknown.
+
+    The lexical judge needs each row's gendered words, which generation records do not carry; this finds them
+    without the user repeating the data path. A source that no longer loads is reported and skipped.
+    """
+    from gnt.paths import PROJECT_ROOT
+
+    for path in sorted(Path(results_dir).rglob(RECORD)):
+        try:
+            source = (read_json(path).get("rows") or {}).get("source")
+        except ValueError:
+            continue
+        if not source:
+            continue
+        for candidate in (Path(source), PROJECT_ROOT / source):
+            if candidate.exists():
+                try:
+                    return load_rows(candidate, langs)
+                except (DataError, ValueError, KeyError) as exc:
+                    log.warning("rows recorded in %s do not load (%s): lexical judge without them", path, exc)
+                    return None
+    return None
+
+
+def judgeable(record: Mapping[str, Any]) -> bool:
+    """A record whose translation was extracted (an extraction error is scored as a failure, not judged)."""
+    return record.get("error") is None and bool(record.get("translation"))
+
+
+def _entry_for(record: Mapping[str, Any], entries: Mapping[tuple[str, str], Entry] | None) -> Entry | None:
+    return entries.get((record["lang"], str(record["id"]))) if entries else None
+
+
+def judge_item(record: Mapping[str, Any], entries: Mapping[tuple[str, str], Entry] | None = None) -> JudgeItem:
+    """The judge item of a record; the source comes from the record, else from the dataset rows."""
+    source = record.get("source")
+    if not source:
+        entry = _entry_for(record, entries)
+        source = entry.source if entry else ""
+    return JudgeItem(record["lang"], source or "", record["translation"])
+
+
+def lexical_judgment(
+    record: Mapping[str, Any], lexical: LexicalJudge, entries: Mapping[tuple[str, str], Entry] | None = None
+) -> LexicalJudgment:
+    """Lexical judgment of a record with the gendered words of its row (record fields first, then the dataset)."""
+    entry = _entry_for(record, entries)
+    words = record.get("gendered_words")
+    if words is None:
+        words = entry.gendered_words if entry else ()
+    meta = record.get("meta") or (entry.meta if entry else {}) or {}
+    origin = record.get("origin") or (entry.origin if entry else "")
+    adjective = meta.get("adjective") if origin == "templated" else None
+    return lexical.judge(record["translation"], record["lang"], tuple(words), adjective)
+
+
+def _llm_record(record: Mapping[str, Any], judgment: Judgment) -> dict[str, Any]:
+    out = {
+        "key": record["key"],
+        "id": record["id"],
+        "lang": record["lang"],
+        "set": record["set"],
+        "cell": record["cell"],
+        "judge": judgment.judge_model,
+        "judge_kind": "llm",
+        "format": judgment.format,
+        "judgment_key": judgment.cache_key,
+        "label": judgment.label,
+        "neutral": judgment.neutral,
+        "phrases": judgment.phrases,
+        "error": judgment.error,
+    }
+    if judgment.error:
+        out.update(
+            judge_error=f"{judgment.error_kind}: {judgment.error_detail}",
+            error_kind=judgment.error_kind,
+            error_detail=judgment.error_detail,
+            raw=judgment.raw,
+            attempts=judgment.attempts,
+        )
+    return out
+
+
+def _lexical_record(record: Mapping[str, Any], judgment: LexicalJudgment) -> dict[str, Any]:
+    return {
+        "key": record["key"],
+        "id": record["id"],
+        "lang": record["lang"],
+        "set": record["set"],
+        "cell": record["cell"],
+        "judge": "lexical",
+        "judge_kind": "lexical",
+        "format": "LEXICAL",
+        "error": None,
+        **judgment.to_record(),
+    }
+
+
+def _merge_metrics(new: dict[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
+    """Keep what other steps filled in the old metrics (xCOMET blocks, extra top-level keys)."""
+    blocks = [("overall", None)] + [(section, name) for section in ("cells", "languages") for name in new.get(section, {})]
+    for section, name in blocks:
+        new_block = new[section] if name is None else new[section][name]
+        old_block = old.get(section) if name is None else (old.get(section) or {}).get(name)
+        if isinstance(old_block, Mapping):
+            for key, value in old_block.items():
+                if value is not None and new_block.get(key) is None and key not in ("gnt_accuracy", "coherence"):
+                    new_block[key] = value
+    for key, value in old.items():
+        new.setdefault(key, value)
+    return new
+
+
+def refill_metrics(
+    model_dir: Path, records: Sequence[Mapping[str, Any]], judgments: Mapping[str, Mapping[str, Any]],
+    judge_block: dict[str, Any],
+) -> dict[str, Any]:
+    """Recompute ``metrics.json`` with judgments, with the bootstrap settings it was computed with."""
+    from gnt.evaluation.metrics import compute_metrics
+
+    path = model_dir / METRICS
+    old = read_json(path) if path.is_file() else {}
+    boot = old.get("bootstrap") or {}
+    metrics = compute_metrics(
+        records,
+        judgments,
+        n_boot=int(boot.get("samples", 1000)),
+        seed=int(boot.get("seed", 0)),
+        alpha=float(boot.get("alpha", 0.05)),
+    )
+    metrics = _merge_metrics(metrics, old)
+    metrics["judge"] = judge_block
+    write_json(path, metrics)
+    return metrics
+
+
+def validation_figures(report: Mapping[str, Any], fmt: str) -> dict[str, Any]:
+    """The part of a validation report that belongs beside GNT numbers judged in ``fmt``."""
+    if report.get("kind") == "references":
+        return {
+            "kind": "references",
+            "format": fmt,
+            "accuracy": {
+                r["lang"]: {name: cell["accuracy"] for name, cell in r["cells"].items()}
+                for r in report.get("results", [])
+                if r["format"] == fmt
+            },
+        }
+    if report.get("kind") == "gold_tsv":
+        return {
+            "kind": "gold_tsv",
+            "format": report.get("format"),
+            "path": report.get("path"),
+            "n": report.get("n"),
+            **{k: report["labels"].get(k) for k in ("accuracy", "macro_f1", "kappa")},
+            "binary": {k: report["binary"].get(k) for k in ("accuracy", "macro_f1", "kappa")},
+        }
+    return {}
+
+
+def judge_results(
+    results_dir: str | Path,
+    *,
+    llm: LLMJudge | None = None,
+    lexical: LexicalJudge | None = None,
+    models: Sequence[str] = (),
+    entries: Iterable[Entry] | None = None,
+    validation: Mapping[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Judge every model folder of an evaluation and refill its metrics; returns the per-model summaries.
+
+    The primary judge is ``llm`` when given, else ``lexical``; with both, the lexical judge is the cross-check.
+    ``entries`` (the evaluated dataset rows) supply gendered words for the lexical judge, and sources for records
+    that lack them. Never raises for a judge failure: those are counted.
+    """
+    if llm is None and lexical is None:
+        raise ValueError("give an llm judge, a lexical judge, or both")
+    say = progress or (lambda _msg: None)
+    by_row = {(e.lang, str(e.id)): e for e in entries} if entries is not None else None
+    folders = find_model_dirs(results_dir, models)
+    loaded = {name: read_jsonl(folder / GENERATIONS, skip_bad=True) for name, folder in folders}
+
+    llm_by_key: dict[str, Judgment] = {}
+    if llm is not None:
+        records = [r for rs in loaded.values() for r in rs if judgeable(r)]
+        items = [judge_item(r, by_row) for r in records]
+        if llm.fmt.cross and any(not i.source for i in items):
+            raise DataError("records without their source: a CROSS judge needs it (give the dataset with data=...)")
+        say(f"judging {len(items)} translations with {llm.fmt.name} ({llm.model_id})")
+        judged = llm.judge(items, progress=lambda done, total: say(f"  judged {done}/{total} distinct items"))
+        llm_by_key = {r["key"]: j for r, j in zip(records, judged, strict=True)}
+        say(f"  {llm.stats.cached} from cache, {llm.stats.judged} judged now, {llm.stats.errors} judge errors")
+
+    judge_info = llm.describe() if llm is not None else LexicalJudge.describe()
+    fmt = judge_info["format"]
+    summaries: dict[str, Any] = {}
+    for name, folder in folders:
+        records = loaded[name]
+        clean = [r for r in records if judgeable(r)]
+        lex = {r["key"]: lexical_judgment(r, lexical, by_row) for r in clean} if lexical is not None else {}
+        unannotated = sum(j.known_words == 0 for j in lex.values())
+        block: dict[str, Any] = {
+            "kind": judge_info["kind"],
+            "format": fmt,
+            "judge_model": judge_info["judge_model"],
+            "n_records": len(records),
+            "n_extraction_errors": len(records) - len(clean),
+        }
+        if llm is not None:
+            own = [llm_by_key[r["key"]] for r in clean]
+            write_jsonl(folder / JUDGMENTS, [_llm_record(r, llm_by_key[r["key"]]) for r in clean])
+            judgments = {r["key"]: {"neutral": j.neutral, "label": j.label} for r, j in zip(clean, own, strict=True) if j.ok}
+            block.update(
+                n_judged=len(judgments),
+                n_judge_errors=sum(not j.ok for j in own),
+                judge_errors_by_kind=dict(Counter(j.error_kind for j in own if not j.ok)),
+            )
+            if lexical is not None:
+                write_jsonl(folder / LEXICAL_JUDGMENTS, [_lexical_record(r, lex[r["key"]]) for r in clean])
+                pairs = [(llm_by_key[k].neutral, lex[k].neutral) for k in lex if llm_by_key[k].ok and lex[k].known_words]
+                block["agreement_lexical"] = {
+                    **binary_agreement([a for a, _ in pairs], [b for _, b in pairs]),
+                    "n_unannotated": unannotated,
+                }
+        else:
+            write_jsonl(folder / JUDGMENTS, [_lexical_record(r, lex[r["key"]]) for r in clean])
+            judgments = {k: {"neutral": j.neutral, "label": j.label} for k, j in lex.items()}
+            block.update(n_judged=len(judgments), n_judge_errors=0, judge_errors_by_kind={}, n_unannotated=unannotated)
+        if validation:
+            block["validation"] = validation_figures(validation, fmt)
+        refill_metrics(folder, records, judgments, block)
+        write_json(folder / SUMMARY, {**block, "judge": judge_info, "stats": llm.stats.to_dict() if llm else None})
+        summaries[name] = block
+        say(f"{name}: {block['n_judged']} judged, {block['n_judge_errors']} judge errors, "
+            f"{block['n_extraction_errors']} extraction errors")
+    return summaries

@@ -1,0 +1,161 @@
+"""The judge recipe: one flat YAML of known keys (``recipes/judge-*.yaml``) plus ``key=value`` overrides.
+
+It speaks the project's recipe language (:mod:`gnt.recipe`): unknown keys fail at once with the closest valid names
+and values are coerced by type. The same keys serve ``eval/judge.py judge`` (judge an evaluation results folder)
+and ``eval/judge.py validate`` (validate a judge on references or a gold TSV).
+
+``judge_model`` accepts ``tiny`` (the offline tiny random model) and ``smollm`` (SmolLM2-135M from its wheel) as
+well as a hub id or folder, so CPU demos and tests need no download.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from gnt.data.entry import LANGUAGES
+from gnt.judge.llm_judge import JudgeConfig
+from gnt.judge.schema import DEFAULT_FORMAT, FORMAT_NAMES, judge_format
+from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
+
+
+@dataclass
+class JudgeRecipe:
+    """Everything a judge run depends on; saved resolved beside its outputs."""
+
+    judge: Literal["llm", "lexical"] = field(default="llm", metadata={"help": "llm (default) or lexical (offline)"})
+    format: str = field(default=DEFAULT_FORMAT, metadata={"help": f"one of {', '.join(FORMAT_NAMES)}"})
+    formats: list[str] = field(default_factory=list, metadata={"help": "validate: formats to compare (or 'all')"})
+    # judge model and backend
+    judge_model: str | None = field(default=None, metadata={"help": "hub id, folder, 'tiny' or 'smollm'"})
+    backend: Literal["transformers", "vllm", "http"] = "transformers"
+    dtype: str = "auto"
+    device: str = "auto"
+    batch_size: int = 16
+    tensor_parallel_size: int = 1
+    max_model_len: int | None = None
+    gpu_memory_utilization: float = 0.9
+    base_url: str | None = None
+    served_model: str | None = None
+    api_key_env: str | None = None
+    concurrency: int = 8
+    timeout_s: float = 120.0
+    http_max_retries: int = 5
+    # judging
+    max_retries: int = 3
+    temperature: float = 0.0
+    temperature_step: float = 0.2
+    max_new_tokens: int = 512
+    seed: int = 0
+    chunk_size: int = field(default=64, metadata={"help": "judge requests per backend call and per cache write"})
+    schema_variant: Literal["auto", "full", "strict"] = "auto"
+    retry_errors: bool = False
+    n_exemplars: int | None = None
+    prompts_dir: str | None = None
+    exemplars_dir: str | None = None
+    cache: str | None = field(default=None, metadata={"help": "judge cache file (default <results>/cache/judgments.jsonl)"})
+    # what to judge
+    models: list[str] = field(default_factory=list, metadata={"help": "judge only these model folders"})
+    data: str | None = field(default=None, metadata={"help": "mGeNTE path: references (validate), gendered words"})
+    langs: list[str] = field(default_factory=lambda: list(LANGUAGES), metadata={"choices": LANGUAGES})
+    lexical_check: bool = field(default=True, metadata={"help": "also run the lexical judge and report agreement"})
+    validation: str | None = field(default=None, metadata={"help": "a validation JSON to attach to the metrics"})
+    # validation on a gold TSV
+    tsv: str | None = None
+    lang: str | None = field(default=None, metadata={"help": "language of a gold TSV without a lang column"})
+    out: str | None = field(default=None, metadata={"help": "validate: where to write the JSON report"})
+    recipe: str | None = None
+
+    def judge_config(self, fmt: str | None = None) -> JudgeConfig:
+        return JudgeConfig(
+            format=judge_format(fmt or self.format).name,
+            max_retries=self.max_retries,
+            temperature=self.temperature,
+            temperature_step=self.temperature_step,
+            max_new_tokens=self.max_new_tokens,
+            seed=self.seed,
+            batch_size=self.chunk_size,
+            schema_variant=self.schema_variant,
+            retry_errors=self.retry_errors,
+            n_exemplars=self.n_exemplars,
+            prompts_dir=self.prompts_dir,
+            exemplars_dir=self.exemplars_dir,
+        )
+
+    def validate(self) -> JudgeRecipe:
+        try:
+            self.format = judge_format(self.format).name
+        except ValueError as exc:
+            raise RecipeError(f"format: {exc}") from None
+        if self.judge == "llm" and not self.judge_model and self.backend != "http":
+            raise RecipeError("an llm judge needs judge_model (a hub id, a folder, 'tiny' or 'smollm')")
+        if self.backend == "http" and self.judge == "llm" and not self.base_url:
+            raise RecipeError("backend http needs base_url (e.g. http://localhost:8000/v1)")
+        if self.max_retries < 0 or self.chunk_size < 1 or self.batch_size < 1:
+            raise RecipeError("max_retries must be >= 0 and chunk_size, batch_size positive")
+        for name in self.formats:
+            if name.lower() != "all":
+                try:
+                    judge_format(name)
+                except ValueError as exc:
+                    raise RecipeError(f"formats: {exc}") from None
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+SCHEMA = RecipeSchema.from_dataclasses([JudgeRecipe])
+
+
+def load_judge_recipe(path: str | Path | None, overrides: Iterable[tuple[str, Any]] = ()) -> JudgeRecipe:
+    """Recipe file < ``key=value`` overrides, validated before any model loads."""
+    resolved = resolve_recipe(path, overrides, SCHEMA)
+    values = dict(resolved.values)
+    values["recipe"] = str(path) if path is not None else None
+    return JudgeRecipe(**values).validate()
+
+
+def resolve_model_path(name: str) -> str:
+    """``tiny`` / ``smollm`` → the offline model folder (built once); anything else unchanged."""
+    if name == "tiny":
+        from gnt.models.tiny import ensure_tiny_model
+
+        return str(ensure_tiny_model())
+    if name == "smollm":
+        from gnt.models.smollm import ensure_smollm
+
+        return str(ensure_smollm())
+    return name
+
+
+def make_backend(recipe: JudgeRecipe):
+    """The generation backend the recipe names (imported lazily: vLLM and httpx are optional)."""
+    if recipe.backend == "http":
+        from gnt.generation.http_backend import HTTPBackend
+
+        model = recipe.served_model or recipe.judge_model or "judge"
+        return HTTPBackend(
+            recipe.base_url or "",
+            model,
+            api_key_env=recipe.api_key_env,
+            concurrency=recipe.concurrency,
+            timeout_s=recipe.timeout_s,
+            max_retries=recipe.http_max_retries,
+        )
+    model = resolve_model_path(recipe.judge_model or "")
+    if recipe.backend == "vllm":
+        from gnt.generation.vllm_backend import VLLMBackend
+
+        return VLLMBackend(
+            model,
+            tensor_parallel_size=recipe.tensor_parallel_size,
+            max_model_len=recipe.max_model_len,
+            gpu_memory_utilization=recipe.gpu_memory_utilization,
+            seed=recipe.seed,
+        )
+    from gnt.generation.transformers_backend import TransformersBackend
+
+    return TransformersBackend(model, dtype=recipe.dtype, device=recipe.device, batch_size=recipe.batch_size)

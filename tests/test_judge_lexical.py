@@ -1,0 +1,54 @@
+"""The lexical judge: word boundaries, case and Unicode handling, templated lexicon forms, agreement figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from gnt.data.entry import Entry
+from gnt.judge.agreement import binary_agreement
+from gnt.judge.lexical import LexicalJudge, find_gendered_words
+
+
+def test_matching_rules():
+    assert find_gendered_words("I cittadini sono preoccupati.", ["cittadini", "preoccupati"]) == [
+        "cittadini", "preoccupati"]
+    assert find_gendered_words("I concittadini sono qui.", ["cittadini"]) == []  # word boundary
+    assert find_gendered_words("Il parere dell'avvocato.", ["avvocato"]) == ["avvocato"]  # elision
+    assert find_gendered_words("SIGNORA Presidente", ["signora"]) == ["signora"]  # case
+    assert find_gendered_words("ΟΙ ΠΟΛΙΤΕΣ", ["πολίτες"]) == []  # accents are kept (upper case drops the tonos)
+    assert find_gendered_words("ΟΙ ΠΟΛΊΤΕΣ", ["πολίτες"]) == ["πολίτες"]  # final sigma folds with capital sigma
+    assert find_gendered_words("Die Straße", ["STRASSE"]) == ["STRASSE"]  # ß case-folds to ss
+    assert find_gendered_words("El presidente dijo que el acuerdo", ["él"]) == []  # él is not el
+    assert find_gendered_words("ein  sturer\nMann", ["ein sturer Mann"]) == ["ein sturer Mann"]
+    assert find_gendered_words("Cafe\u0301 des amis", ["café"]) == ["café"]  # NFC
+    assert find_gendered_words("anything", ["", "  "]) == []
+
+
+def test_judge_rows_from_mgente_and_templated_entries():
+    judge = LexicalJudge(lexicons={"it": {"stubborn": ("testardo", "testarda"), "happy": ("felice", "felice")}})
+    mgente = Entry("IT-1", "it", "Set-N", "The citizens are worried.", "I cittadini sono preoccupati.",
+                   ("La cittadinanza è preoccupata.",), gendered_words=("cittadini", "preoccupati"))
+    assert judge.judge_entry("I cittadini sono preoccupati.", mgente).label == "GENDERED"
+    neutral = judge.judge_entry("La cittadinanza è preoccupata.", mgente)
+    assert neutral.neutral and neutral.matched == () and neutral.known_words == 2
+    templated = Entry("tpl-it-1-amb", "it", "Set-N", "'I think I'm stubborn,' I said.", "Penso di essere testardo.",
+                      ("Penso di essere una persona testarda.",), gendered_words=("testardo",),
+                      origin="templated", meta={"adjective": "stubborn"})
+    feminine = judge.judge_entry("Penso di essere testarda.", templated)  # F form: from the lexicon, not the row
+    assert feminine.label == "GENDERED" and feminine.matched == ("testarda",)
+    assert judge.judge_entry("Penso di essere una persona testarda.", templated).label == "GENDERED"  # blind spot
+    epicene = Entry("tpl-it-2-amb", "it", "Set-N", "'I think I'm happy,' I said.", "Penso di essere felice.",
+                    ("Penso di essere felice.",), origin="templated", meta={"adjective": "happy"})
+    assert judge.judge_entry("Penso di essere felice.", epicene).neutral  # epicene forms add nothing
+
+
+def test_default_lexicons_load_on_demand():
+    judge = LexicalJudge()
+    assert "testardo" in judge.known_words("it", (), "stubborn")
+
+
+def test_binary_agreement():
+    figures = binary_agreement([True, True, False, False], [True, False, False, False])
+    assert figures["agreement"] == pytest.approx(0.75)
+    # p_o = .75; p_e = .5*.25 + .5*.75 = .5 -> kappa = .5
+    assert figures["kappa"] == pytest.approx(0.5)
