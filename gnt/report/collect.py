@@ -1,0 +1,528 @@
+"""Read everything under an evaluation results folder into tidy tables the report, the plots and W&B share.
+
+The results folder is written by several steps run separately (grid sweep, judge, xCOMET, attribution, templated
+suite), any of which may not have run yet, so every optional part is read tolerantly: a missing file becomes
+``None``/empty and the report says "not run" instead of failing. Field names are read through small alias lists
+(:func:`first`), so a renamed field in a producer degrades one cell of the report, not the whole build.
+
+Layout (``<out>/``):
+
+- ``summary.json``: the models of the sweep (names or objects with ``name``); without it, every folder holding a
+  ``metrics.json``/``generations.jsonl`` is a model. Names may contain ``/`` (``sft/checkpoint-8``).
+- ``<model>/record.json`` (model, adapter, backend, decoding, shot orders, ``global_step``, leakage),
+  ``metrics.json`` (blocks per cell / language / overall), ``generations.jsonl``, ``judgments.jsonl``,
+  ``xcomet.jsonl`` + an xCOMET summary, ``attribution/**`` and ``templated/**`` (tidy data + PNGs).
+- judge validation JSON files anywhere under the folder (``*judge*valid*.json``, ``validation*.json``).
+
+The central table is :attr:`Results.metrics`: one :class:`MetricRow` per (model, scope, cell/language, metric,
+group) with value and 95% CI, flattened from each ``metrics.json`` whatever its nesting.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gnt.io import read_json
+
+GENERATIONS = "generations.jsonl"
+JUDGMENTS = "judgments.jsonl"
+METRICS = "metrics.json"
+RECORD = "record.json"
+XCOMET_ROWS = "xcomet.jsonl"
+RUN_RECORD = "gnt_run.json"
+_CHECKPOINT = re.compile(r"checkpoint-(\d+)")
+_VALUE_KEYS = ("value", "estimate", "point", "mean", "accuracy", "score", "rate", "system_score", "system")
+_CI_PAIRS = (("lo", "hi"), ("low", "high"), ("ci_low", "ci_high"), ("ci_lo", "ci_hi"), ("lower", "upper"))
+#: Keys of a metrics block that describe the block itself, not a metric.
+_BLOCK_META = {"cell", "lang", "language", "config", "shots", "name", "scope", "model", "set_names"}
+
+
+def first(record: Any, *names: str, default: Any = None) -> Any:
+    """The first present, non-None field among ``names``; dotted names reach into nested dicts (``adapter.path``)."""
+    for name in names:
+        value: Any = record
+        for piece in name.split("."):
+            value = value.get(piece) if isinstance(value, dict) else None
+        if value is not None:
+            return value
+    return default
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return None if isinstance(value, float) and math.isnan(value) else float(value)
+    return None
+
+
+def parse_stat(value: Any) -> tuple[float, float | None, float | None, int | None] | None:
+    """``(value, lo, hi, n)`` from a number or a stat object (``{"value", "ci": [lo, hi], "n"}`` and aliases)."""
+    number = _num(value)
+    if number is not None:
+        return number, None, None, None
+    if not isinstance(value, dict):
+        return None
+    point = next((_num(value[k]) for k in _VALUE_KEYS if _num(value.get(k)) is not None), None)
+    if point is None:
+        return None
+    lo = hi = None
+    ci = first(value, "ci", "ci95", "ci_95", "interval", "bootstrap_ci")
+    if isinstance(ci, (list, tuple)) and len(ci) == 2:
+        lo, hi = _num(ci[0]), _num(ci[1])
+    elif isinstance(ci, dict):
+        lo, hi = _num(first(ci, "lo", "low", "lower")), _num(first(ci, "hi", "high", "upper"))
+    if lo is None:
+        for low_key, high_key in _CI_PAIRS:
+            if _num(value.get(low_key)) is not None:
+                lo, hi = _num(value.get(low_key)), _num(value.get(high_key))
+                break
+    n = value.get("n", value.get("count"))
+    return point, lo, hi, n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One number of one model: ``scope`` is ``cell``, ``language`` or ``overall``; ``group`` a set, gender or label."""
+
+    model: str
+    scope: str
+    lang: str | None
+    cell: str | None
+    metric: str
+    group: str | None
+    value: float
+    lo: float | None = None
+    hi: float | None = None
+    n: int | None = None
+
+    @property
+    def config(self) -> str | None:
+        return self.cell.split("/")[1] if self.cell and self.cell.count("/") == 2 else None
+
+    @property
+    def shots(self) -> int | None:
+        if self.cell and self.cell.count("/") == 2:
+            try:
+                return int(self.cell.split("/")[2])
+            except ValueError:
+                return None
+        return None
+
+
+def flatten_block(block: Any, model: str, scope: str, lang: str | None, cell: str | None) -> list[MetricRow]:
+    """All numbers of one metrics block: ``metric`` = top-level key, ``group`` = the nested key path below it."""
+    rows: list[MetricRow] = []
+
+    def walk(value: Any, metric: str, group: list[str]) -> None:
+        stat = parse_stat(value)
+        if stat is not None:
+            rows.append(MetricRow(model, scope, lang, cell, metric, "/".join(group) or None, *stat))
+            return
+        if isinstance(value, dict):
+            for key, sub in value.items():
+                if key in ("ci", "ci95", "lo", "hi") or str(key).startswith("_"):
+                    continue
+                walk(sub, metric, [*group, str(key)])
+
+    if not isinstance(block, dict):
+        return rows
+    for key, value in block.items():
+        if key in _BLOCK_META or str(key).startswith("_"):
+            continue
+        walk(value, str(key), [])
+    return rows
+
+
+def _named_blocks(container: Any, name_keys: tuple[str, ...]) -> Iterable[tuple[str, dict]]:
+    """Blocks keyed by name (``{"it/G+S/4": {...}}``) or listed with a name field (``[{"cell": ..., ...}]``)."""
+    if isinstance(container, dict):
+        for name, block in container.items():
+            if isinstance(block, dict):
+                yield str(name), block
+    elif isinstance(container, list):
+        for block in container:
+            name = first(block, *name_keys) if isinstance(block, dict) else None
+            if name is not None:
+                yield str(name), block
+
+
+def flatten_metrics(metrics: dict, model: str) -> list[MetricRow]:
+    """Tidy rows of a ``metrics.json``: per cell, per language and overall blocks, whatever their nesting."""
+    rows: list[MetricRow] = []
+    for cell, block in _named_blocks(first(metrics, "cells", "per_cell", default={}), ("cell", "name")):
+        rows.extend(flatten_block(block, model, "cell", cell.split("/")[0], cell))
+    languages = first(metrics, "languages", "per_language", "langs", "by_language", default={})
+    for lang, block in _named_blocks(languages, ("lang", "language", "name")):
+        rows.extend(flatten_block(block, model, "language", lang, None))
+    overall = first(metrics, "overall", "all", "total")
+    if isinstance(overall, dict):
+        rows.extend(flatten_block(overall, model, "overall", None, None))
+    return rows
+
+
+@dataclass
+class ModelResult:
+    """Everything on disk about one evaluated model (base or checkpoint); absent parts are None or empty."""
+
+    name: str
+    directory: Path
+    record: dict = field(default_factory=dict)
+    metrics: dict | None = None
+    generations: list[dict] = field(default_factory=list)  # slim: the fields tests and joins need (SLIM_FIELDS)
+    samples: list[dict] = field(default_factory=list)  # full records of the first rows of each cell and set
+    judgments: list[dict] = field(default_factory=list)  # slim, plus phrases for the sample rows
+    xcomet_rows: list[dict] = field(default_factory=list)
+    xcomet_summary: dict | None = None
+    run_record: dict | None = None
+    attribution_pngs: list[Path] = field(default_factory=list)
+    attribution_tables: list[Path] = field(default_factory=list)
+    templated_metrics: dict | None = None
+    templated_pngs: list[Path] = field(default_factory=list)
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def rows_for(self, lang: str | None) -> list[dict]:
+        """Slim generation rows of one language (all with None), indexed once."""
+        if "by_lang" not in self._cache:
+            by_lang: dict[str | None, list[dict]] = {None: self.generations}
+            for row in self.generations:
+                by_lang.setdefault(row["lang"], []).append(row)
+            self._cache["by_lang"] = by_lang
+        return self._cache["by_lang"].get(lang, [])
+
+    @property
+    def adapter_path(self) -> str | None:
+        value = first(self.record, "adapter.path", "adapter_path", "model.adapter.path")
+        return str(value) if value else None
+
+    @property
+    def is_base(self) -> bool:
+        kind = first(self.record, "kind", "model.kind")
+        if kind is not None:
+            return kind == "base"
+        return self.adapter_path is None and not _CHECKPOINT.search(self.name)
+
+    @property
+    def global_step(self) -> int | None:
+        step = first(self.record, "global_step", "model.global_step")
+        if isinstance(step, int):
+            return step
+        if self.run_record and isinstance(self.run_record.get("global_step"), int):
+            return self.run_record["global_step"]
+        match = _CHECKPOINT.search(self.name) or _CHECKPOINT.search(self.adapter_path or "")
+        return int(match.group(1)) if match else (0 if self.is_base else None)
+
+    @property
+    def stage(self) -> str:
+        """``base``, or the training stage (``sft``/``dpo``) from the run record, else the run folder's name."""
+        if self.is_base:
+            return "base"
+        stage = first(self.run_record or {}, "stage") or first(self.record, "stage", "run_record.stage")
+        if stage:
+            return str(stage)
+        run_dir = first(self.record, "run_dir", "model.run_dir")
+        if run_dir:
+            return Path(str(run_dir)).name
+        return self.name.split("/")[0] if "/" in self.name else "adapter"
+
+    @property
+    def leakage(self) -> dict:
+        value = first(self.record, "leakage", "leakage_status") or first(self.metrics or {}, "leakage")
+        if isinstance(value, str):
+            return {"status": value}
+        return value if isinstance(value, dict) else {"status": "not recorded"}
+
+    def judgment_index(self) -> dict[str, dict]:
+        """Judgments by generation key (falling back to ``id|cell``); built once."""
+        if "judgments" in self._cache:
+            return self._cache["judgments"]
+        index = {}
+        for judgment in self.judgments:
+            key = first(judgment, "key", "generation_key", "gen_key")
+            if key is None and first(judgment, "id") is not None:
+                key = f"{judgment['id']}|{first(judgment, 'cell', default='')}"
+            if key is not None:
+                index[str(key)] = judgment
+        self._cache["judgments"] = index
+        return index
+
+    def xcomet_index(self) -> dict[str, float | None]:
+        """Set-matching segment score by generation key (falling back to ``id|cell``); None = failure."""
+        if "xcomet" in self._cache:
+            return self._cache["xcomet"]
+        index: dict[str, float | None] = {}
+        for row in self.xcomet_rows:
+            key = first(row, "key", "generation_key")
+            if key is None and first(row, "id") is not None:
+                key = f"{row['id']}|{first(row, 'cell', default='')}"
+            if key is None:
+                continue
+            score = first(row, "score_matching", "score", "set_matching", "score_set_matching", "xcomet", "segment_score")
+            index[str(key)] = _num(score) if not isinstance(score, dict) else _num(first(score, "score", "value"))
+        self._cache["xcomet"] = index
+        return index
+
+
+def row_key(row: dict) -> str:
+    """A generation's join key with judgments and xCOMET rows."""
+    key = first(row, "key", "generation_key")
+    return str(key) if key is not None else f"{first(row, 'id', 'row_id')}|{first(row, 'cell', default='')}"
+
+
+@dataclass
+class Results:
+    """A whole results folder: its models in order (base first, then by stage and step) and shared artefacts."""
+
+    directory: Path
+    summary: dict
+    models: list[ModelResult]
+    metrics: list[MetricRow]
+    judge_validation: list[tuple[Path, dict]]
+    missing: dict[str, list[str]]
+    suite_pngs: list[Path] = field(default_factory=list)  # templated-suite figures across models
+
+    def model(self, name: str) -> ModelResult:
+        for model in self.models:
+            if model.name == name:
+                return model
+        raise KeyError(name)
+
+    @property
+    def base(self) -> ModelResult | None:
+        return next((m for m in self.models if m.is_base), None)
+
+    @property
+    def languages(self) -> list[str]:
+        order = ["it", "es", "de", "el"]
+        found = {row.lang for row in self.metrics if row.lang} | {
+            first(g, "lang") for m in self.models for g in m.generations[:1] if first(g, "lang")
+        }
+        return [lang for lang in order if lang in found] + sorted(found - set(order))
+
+    @property
+    def cells(self) -> list[str]:
+        return sorted({row.cell for row in self.metrics if row.cell}, key=_cell_order)
+
+    def has(self, metric: str) -> bool:
+        return any(row.metric == metric for row in self.metrics)
+
+
+def _cell_order(cell: str) -> tuple:
+    parts = cell.split("/")
+    lang_order = {"it": 0, "es": 1, "de": 2, "el": 3}
+    config_order = {"G+S": 0, "G": 1, "S": 2, "None": 3}
+    if len(parts) != 3:
+        return (9, cell)
+    shots = int(parts[2]) if parts[2].isdigit() else 0
+    return (lang_order.get(parts[0], 8), config_order.get(parts[1], 8), -shots, cell)
+
+
+def _read_json_or_none(path: Path) -> Any:
+    if not path.is_file():
+        return None
+    try:
+        return read_json(path)
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+#: Generation rows are kept slim (``id, lang, set, gender, cell, key, label, error``, aliases resolved): a full grid
+#: is 72,000 records per model, and the long texts are kept only for the sample rows, so a report over many
+#: checkpoints stays within memory.
+JUDGMENT_FIELDS = ("key", "generation_key", "gen_key", "id", "cell", "neutral", "label", "judge_label",
+                   "judge_error", "error", "judge", "judge_model", "format")
+SAMPLES_PER_CELL_AND_SET = 8
+
+
+def _iter_jsonl(path: Path) -> Iterable[dict]:
+    """Records of a JSON-lines file, skipping a truncated or corrupt line (a killed writer)."""
+    if not path.is_file():
+        return
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict):
+                yield record
+
+
+def read_generations(path: Path, per_cell_and_set: int = SAMPLES_PER_CELL_AND_SET) -> tuple[list[dict], list[dict]]:
+    """``(slim rows, full sample rows)``: every row with the fields joins and tests need, and whole records for the first
+    ``per_cell_and_set`` rows of each (cell, set) — what the sample browser and the W&B table show."""
+    slim, samples = [], []
+    counts: dict[tuple, int] = {}
+    for record in _iter_jsonl(path):
+        slim.append({
+            "id": str(first(record, "id", "row_id")), "lang": record.get("lang"), "set": record.get("set"),
+            "gender": record.get("gender"), "cell": first(record, "cell", default=""), "key": row_key(record),
+            "label": record.get("label"), "error": first(record, "error", "extraction_error"),
+        })
+        group = (record.get("cell"), record.get("set"))
+        if counts.get(group, 0) < per_cell_and_set:
+            counts[group] = counts.get(group, 0) + 1
+            samples.append(record)
+    return slim, samples
+
+
+def read_judgments(path: Path, sample_keys: set[str]) -> list[dict]:
+    """Judgments with the fields metrics and joins need; phrases and raw text only for the sample rows."""
+    out = []
+    for record in _iter_jsonl(path):
+        key = first(record, "key", "generation_key", "gen_key")
+        out.append(record if key in sample_keys else {k: record[k] for k in JUDGMENT_FIELDS if k in record})
+    return out
+
+
+def _model_names(directory: Path, summary: dict) -> list[str]:
+    listed = first(summary, "models", default=[])
+    names = []
+    for item in listed if isinstance(listed, list) else list(listed):
+        name = first(item, "name", "model", "dir") if isinstance(item, dict) else item
+        if name is not None:
+            names.append(str(name))
+    if names:
+        return names
+    found = set()
+    for marker in (METRICS, GENERATIONS):
+        for path in directory.rglob(marker):
+            rel = path.parent.relative_to(directory)
+            if rel.parts and "attribution" not in rel.parts and "templated" not in rel.parts:
+                found.add(rel.as_posix())
+    return sorted(found)
+
+
+def _run_record(record: dict, directory: Path) -> dict | None:
+    """The training run record of a checkpoint: embedded in record.json, beside the adapter, or in its run folder."""
+    embedded = first(record, "run_record", "model.run_record")
+    embedded = embedded if isinstance(embedded, dict) else {}
+    candidates = []
+    adapter = first(record, "adapter.path", "adapter_path")
+    if adapter:
+        candidates += [Path(adapter) / RUN_RECORD, Path(adapter).parent / RUN_RECORD]
+    run_dir = first(record, "run_dir", "model.run_dir")
+    if run_dir:
+        candidates.append(Path(run_dir) / RUN_RECORD)
+    candidates.append(directory / RUN_RECORD)
+    for candidate in candidates:
+        data = _read_json_or_none(candidate)
+        if isinstance(data, dict):
+            return {**data, **embedded}  # the file is complete; the evaluator's copy is what it saw
+    return embedded or None
+
+
+def _xcomet_summary(directory: Path) -> dict | None:
+    for name in ("xcomet_summary.json", "xcomet.json", "comet_summary.json", "xcomet/summary.json"):
+        data = _read_json_or_none(directory / name)
+        if isinstance(data, dict):
+            return data
+    return None
+
+
+def read_model(directory: Path, name: str) -> ModelResult:
+    """One model's folder; every part optional."""
+    model = ModelResult(name=name, directory=directory)
+    model.record = _read_json_or_none(directory / RECORD) or {}
+    model.metrics = _read_json_or_none(directory / METRICS)
+    model.generations, model.samples = read_generations(directory / GENERATIONS)
+    model.judgments = read_judgments(directory / JUDGMENTS, {row_key(r) for r in model.samples})
+    model.xcomet_rows = [
+        {k: r[k] for k in ("key", "generation_key", "id", "cell", "score_matching", "score", "set_matching",
+                           "score_set_matching", "xcomet", "segment_score", "failure") if k in r}
+        for r in _iter_jsonl(directory / XCOMET_ROWS)
+    ]
+    model.xcomet_summary = _xcomet_summary(directory)
+    model.run_record = _run_record(model.record, directory)
+    attribution = directory / "attribution"
+    if attribution.is_dir():
+        model.attribution_pngs = sorted(attribution.rglob("*.png"))
+        model.attribution_tables = sorted(
+            p for p in attribution.rglob("*") if p.suffix in (".json", ".jsonl", ".csv", ".tsv")
+        )
+    templated = directory / "templated"
+    if templated.is_dir():
+        model.templated_pngs = sorted(templated.rglob("*.png"))
+        for candidate in ("metrics.json", "templated_metrics.json", "summary.json"):
+            data = _read_json_or_none(templated / candidate)
+            if isinstance(data, dict):
+                model.templated_metrics = data
+                break
+    return model
+
+
+def _sort_key(model: ModelResult) -> tuple:
+    stage_order = {"base": 0, "sft": 1, "dpo": 2}
+    return (stage_order.get(model.stage, 3), model.stage, model.global_step or 0, model.name)
+
+
+def find_judge_validation(directory: Path) -> list[tuple[Path, dict]]:
+    """Judge validation reports anywhere under the results folder (the judge's trust figures)."""
+    found = []
+    patterns = ("*judge*valid*.json", "validation*.json", "*validation.json")
+    seen: set[Path] = set()
+    for pattern in patterns:
+        for path in sorted(directory.rglob(pattern)):
+            if path in seen or "report" in path.relative_to(directory).parts[:1]:
+                continue
+            seen.add(path)
+            data = _read_json_or_none(path)
+            if isinstance(data, dict):
+                found.append((path, data))
+    return found
+
+
+def collect(results_dir: str | Path, judge_validation: Iterable[str | Path] = ()) -> Results:
+    """Read a results folder into :class:`Results`; raises only when there is nothing to report at all.
+
+    ``judge_validation``: validation reports kept elsewhere (``eval/judge.py validate`` writes
+    ``outputs/judge-validation.json`` by default), added to those found under the folder.
+    """
+    directory = Path(results_dir)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory}: results folder not found (the --out of eval/evaluate.py)")
+    summary = _read_json_or_none(directory / "summary.json") or {}
+    names = _model_names(directory, summary)
+    if not names:
+        raise FileNotFoundError(
+            f"{directory}: no evaluated model found (expected summary.json or <model>/metrics.json); "
+            "run eval/evaluate.py first"
+        )
+    models = sorted((read_model(directory / name, name) for name in names), key=_sort_key)
+    metrics = [row for model in models if model.metrics for row in flatten_metrics(model.metrics, model.name)]
+    missing: dict[str, list[str]] = {}
+    for model in models:
+        absent = [
+            part
+            for part, present in (
+                ("metrics", model.metrics is not None),
+                ("generations", bool(model.generations)),
+                ("judge", bool(model.judgments) or any(r.metric == "gnt_accuracy" for r in metrics if r.model == model.name)),
+                ("xcomet", bool(model.xcomet_rows) or model.xcomet_summary is not None),
+                ("attribution", bool(model.attribution_pngs or model.attribution_tables)),
+                ("templated", bool(model.templated_metrics or model.templated_pngs)),
+            )
+            if not present
+        ]
+        missing[model.name] = absent
+    validation = find_judge_validation(directory)
+    for extra in judge_validation:
+        data = _read_json_or_none(Path(extra))
+        if not isinstance(data, dict):
+            raise FileNotFoundError(f"{extra}: judge validation report not found or not JSON")
+        validation.append((Path(extra), data))
+    suite = directory / "templated_suite"
+    suite_pngs = sorted(suite.rglob("*.png")) if suite.is_dir() else []
+    if suite_pngs:
+        for model in models:
+            if model.templated_metrics is not None and "templated" in missing[model.name]:
+                missing[model.name].remove("templated")
+    return Results(directory, summary, models, metrics, validation, missing, suite_pngs)

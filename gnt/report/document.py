@@ -1,0 +1,573 @@
+"""The report's content as a renderer-neutral document: sections of headings, paragraphs, tables, images, details.
+
+:func:`compose` decides *what* the report says (from :class:`gnt.report.collect.Results`, the tables and the
+figures); :mod:`gnt.report.markdown` and :mod:`gnt.report.html` only decide how it looks. One document, two
+renderings, so report.md and report.html always carry the same numbers.
+
+What a reader gets, in order: what was evaluated and what was not run; the headline tables (base vs each
+checkpoint, per language, CIs, paired tests) with the judge's validity printed beside the GNT numbers; the paper's
+views (Fig. 3–5); learning curves; the templated suite and attribution figures of each model; per-cell numbers;
+the sample browser; leakage status and the run records that make every number traceable.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gnt.report.collect import ModelResult, Results, first, row_key
+from gnt.report.plots import all_figures, headline_shots, model_label
+from gnt.report.tables import (
+    COLUMNS,
+    TEMPLATED_COLUMNS,
+    cell_table,
+    headline_tables,
+    judge_validity,
+    templated_rows,
+)
+
+# ----------------------------------------------------------------------------------------------------------------
+# Blocks
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Heading:
+    level: int
+    text: str
+    anchor: str | None = None
+
+
+@dataclass
+class Para:
+    text: str
+    kind: str = "text"  # text | note | warning
+
+
+@dataclass
+class Table:
+    header: list[str]
+    rows: list[list[str]]
+    caption: str | None = None
+    name: str | None = None  # machine name (tests and report_data.json find tables by it)
+
+
+@dataclass
+class Image:
+    path: Path  # a PNG inside the report folder
+    alt: str
+    caption: str | None = None
+
+
+@dataclass
+class Bullets:
+    items: list[str]
+
+
+@dataclass
+class Pre:
+    text: str
+
+
+@dataclass
+class Details:
+    summary: str
+    blocks: list[Any] = field(default_factory=list)
+
+
+Block = Heading | Para | Table | Image | Bullets | Pre | Details
+
+
+@dataclass
+class Document:
+    title: str
+    blocks: list[Block]
+    out_dir: Path
+    data: dict[str, Any] = field(default_factory=dict)  # machine-readable numbers behind the tables
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Composition
+# ----------------------------------------------------------------------------------------------------------------
+
+PARTS = ("metrics", "generations", "judge", "xcomet", "attribution", "templated")
+PART_HOW = {
+    "metrics": "python eval/evaluate.py <eval recipe> --run <training run>",
+    "generations": "python eval/evaluate.py <eval recipe> --run <training run>",
+    "judge": "python eval/judge.py <results dir>",
+    "xcomet": "python eval/comet.py <results dir>",
+    "attribution": "python eval/attribute.py <results dir> ...",
+    "templated": "python eval/templated.py <eval recipe> ...",
+}
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name)
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) >= 2 else f"{value:.3f}"
+    return str(value)
+
+
+def _short(text: Any, limit: int = 300) -> str:
+    text = "" if text is None else str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _status_section(results: Results) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "What was evaluated", "evaluated")]
+    header = ["model", "stage", "step", *PARTS]
+    rows = []
+    for model in results.models:
+        missing = set(results.missing.get(model.name, []))
+        rows.append([model.name, model.stage, "" if model.global_step is None else str(model.global_step),
+                     *("✓" if part not in missing else "not run" for part in PARTS)])
+    blocks.append(Table(header, rows, "Which steps have results for each model (“not run”: no output found).",
+                        name="status"))
+    not_run = sorted({part for parts in results.missing.values() for part in parts})
+    if not_run:
+        blocks.append(Para(
+            "Not run for at least one model: " + ", ".join(not_run) + ". Sections that need them say so. "
+            "To fill them: " + "; ".join(f"{p}: `{PART_HOW[p]}`" for p in not_run) + ".", "note",
+        ))
+    cells = results.cells
+    if cells:
+        blocks.append(Para(f"Grid cells evaluated: {len(cells)} ({', '.join(cells[:12])}"
+                           f"{', …' if len(cells) > 12 else ''})."))
+    return blocks
+
+
+def _pct(value: Any) -> str | None:
+    return f"{value * 100:.1f}%" if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _validation_text(validation: dict) -> str | None:
+    """A validation block (metrics.json ``judge.validation`` or a validation report) in one phrase."""
+    if not isinstance(validation, dict) or not validation:
+        return None
+    accuracy = validation.get("accuracy")
+    if isinstance(accuracy, dict):  # references: {lang: {cell: accuracy}}
+        per_lang = {lang: (cells or {}).get("overall") for lang, cells in accuracy.items() if isinstance(cells, dict)}
+        parts = [f"{lang} {_pct(v)}" for lang, v in per_lang.items() if _pct(v)]
+        return "accuracy on mGeNTE references: " + ", ".join(parts) if parts else None
+    figures = judge_validity(validation)
+    parts = []
+    if "accuracy" in figures:
+        parts.append(f"accuracy {figures['accuracy'] * 100:.1f}%")
+    if "macro_f1" in figures:
+        parts.append(f"macro-F1 {figures['macro_f1']:.3f}")
+    if "kappa" in figures:
+        parts.append(f"κ {figures['kappa']:.3f}")
+    return ", ".join(parts) or None
+
+
+def judge_blocks(results: Results) -> dict[str, dict]:
+    """The ``judge`` block the judge step writes into each model's metrics.json (which judge, errors, agreement)."""
+    return {m.name: m.metrics["judge"] for m in results.models
+            if isinstance(m.metrics, dict) and isinstance(m.metrics.get("judge"), dict)}
+
+
+def judge_line(results: Results) -> tuple[str, list[dict]]:
+    """One paragraph naming the judge and its validity figures, and the validation rows behind it."""
+    validity = []
+    for path, data in results.judge_validation:
+        summary = judge_validity(data)
+        summary["file"] = str(path.relative_to(results.directory)) if path.is_relative_to(results.directory) else str(path)
+        summary["text"] = _validation_text(data)
+        validity.append(summary)
+    if not results.has("gnt_accuracy"):
+        return "GNT accuracy and coherence: judge not run.", validity
+    blocks = judge_blocks(results)
+    block = next(iter(blocks.values()), {})
+    judges = set()
+    for model in results.models:
+        for judgment in model.judgments[:50]:
+            name = first(judgment, "judge", "judge_model", "judge.model")
+            fmt = first(judgment, "format", "judge_format", "judge.format")
+            if name:
+                judges.add(f"{name}" + (f" ({fmt})" if fmt else ""))
+    if block.get("judge_model") or block.get("kind"):
+        judges = {f"{block.get('judge_model') or block.get('kind')} ({block.get('format') or 'format not recorded'})"}
+    who = ", ".join(sorted(judges)) if judges else "the judge recorded in judgments.jsonl"
+    sentences = [f"GNT accuracy and coherence come from {who}."]
+    if blocks:
+        judged = sum(int(b.get("n_judged") or 0) for b in blocks.values())
+        errors = sum(int(b.get("n_judge_errors") or 0) for b in blocks.values())
+        sentences.append(f"{judged} translations judged, {errors} judge errors (left out of GNT accuracy).")
+        agreement = block.get("agreement_lexical")
+        if isinstance(agreement, dict) and _pct(agreement.get("agreement")):
+            kappa = agreement.get("kappa")
+            sentences.append(f"Agreement with the lexical judge: {_pct(agreement['agreement'])}"
+                             + (f" (κ {kappa:.3f})." if isinstance(kappa, (int, float)) else "."))
+    texts = []
+    embedded = _validation_text(block.get("validation") or {})
+    if embedded:
+        texts.append(embedded)
+    for v in validity:
+        label = v.get("judge", "judge") + (f" / {v['format']}" if v.get("format") else "")
+        texts.append(f"{label}: {v['text'] or 'no summary figures'} ({v['file']})")
+    if texts:
+        sentences.append("Judge validation: " + "; ".join(texts) + ".")
+    else:
+        sentences.append("This judge has **not been validated** here: its numbers are unverified (run "
+                         "`python eval/judge.py validate ...` and pass the report to the judge step or "
+                         "`eval/report.py --judge-validation`).")
+    return " ".join(sentences), validity
+
+
+def _headline_section(results: Results, samples: int, data: dict) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Headline: base vs checkpoints", "headline")]
+    base = results.base
+    blocks.append(Para(
+        "Each value is the metric over all evaluated cells of the language, from the evaluator's metrics.json, "
+        "with its 95% bootstrap CI in brackets (percent; xCOMET on its 0–1 scale; extraction errors as count "
+        "and rate). " + (
+            f"▲/▼ marks a significant change against `{base.name}` (paired bootstrap over the same rows and cells, "
+            "Holm-adjusted within the table, α = 0.05)." if base else
+            "No base model was evaluated, so no paired test against a base is possible."
+        )
+    ))
+    sentence, _ = judge_line(results)
+    blocks.append(Para(sentence, "note" if "not been validated" not in sentence else "warning"))
+    tables = headline_tables(results, samples=samples)
+    if not tables:
+        blocks.append(Para("No metrics found: metrics not run.", "warning"))
+    data["headline"] = []
+    for table in tables:
+        header = ["model", "stage", "step", *[c.title for c in table.columns]]
+        rows = []
+        for row in table.rows:
+            rows.append([row.model, row.stage, "" if row.step is None else str(row.step),
+                         *[row.cells[c.key].text() for c in table.columns]])
+            data["headline"].append({
+                "lang": table.lang, "model": row.model, "stage": row.stage, "step": row.step,
+                **{c.key: {"value": row.cells[c.key].value, "lo": row.cells[c.key].lo, "hi": row.cells[c.key].hi,
+                           "count": row.cells[c.key].count,
+                           "delta": row.cells[c.key].test.delta if row.cells[c.key].test else None,
+                           "p_value": row.cells[c.key].test.p_value if row.cells[c.key].test else None,
+                           "p_adjusted": row.cells[c.key].p_adjusted}
+                   for c in table.columns},
+            })
+        blocks.append(Heading(3, table.title, f"headline-{table.lang or 'all'}"))
+        blocks.append(Table(header, rows, name=f"headline:{table.lang or 'all'}"))
+    return blocks
+
+
+def _figure_section(results: Results, figures: dict[str, Any]) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "The paper's views", "views")]
+    captions = {
+        "fig3_label_vs_gnt": ("Fig. 3 — label vs GNT accuracy by set and language",
+                              "Solid bars: label accuracy; hatched: GNT accuracy (the translation is neutral on Set-N, "
+                              "gendered on Set-G). A label bar well above its GNT bar on Set-N means the model says "
+                              "NEUTRAL and still writes gendered text."),
+        "fig4_coherence": ("Fig. 4 — label–translation coherence by label",
+                           "Share of outputs whose translation form (judge) agrees with the generated label."),
+        "fig5_setn_by_config": ("Fig. 5 — Set-N GNT accuracy by prompt configuration",
+                                f"At {headline_shots(results)} shots; G = guidelines, S = system prompt."),
+    }
+    for key, (title, caption) in captions.items():
+        blocks.append(Heading(3, title))
+        path = figures.get(key)
+        if path:
+            blocks.append(Image(path, title, caption))
+        else:
+            needs = "judge" if key != "fig3_label_vs_gnt" else "metrics"
+            blocks.append(Para(f"Not drawn: {needs} not run for any model.", "note"))
+    blocks.append(Heading(2, "Learning curves", "curves"))
+    curves = figures.get("learning_curves") or []
+    if curves:
+        blocks.append(Para("Each headline metric against the checkpoint's global step; one line per language, the "
+                           "dashed line is all languages with its 95% CI."))
+        for path in curves:
+            blocks.append(Image(path, path.stem.replace("_", " "), None))
+    else:
+        blocks.append(Para("No checkpoints with a global step were evaluated: no learning curves.", "note"))
+    return blocks
+
+
+def _copy_png(src: Path, figures: Path, model: ModelResult, kind: str, results: Results) -> Path:
+    """Copy another step's PNG into the report folder (the report must not break when results move)."""
+    rel = src.relative_to(model.directory / kind) if src.is_relative_to(model.directory / kind) else Path(src.name)
+    dest = figures / _safe(model.name) / kind / rel
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dest)
+    return dest
+
+
+def _signed(stat: Any, signed: bool = True) -> str:
+    if not stat:
+        return "—"
+    value, lo, hi = stat[0], stat[1], stat[2]
+    text = f"{value:+.3f}" if signed else f"{value:.3f}"
+    if lo is not None and hi is not None:
+        text += f" [{lo:+.3f}, {hi:+.3f}]" if signed else f" [{lo:.3f}, {hi:.3f}]"
+    return text
+
+
+def _templated_section(results: Results, figures: Path, data: dict) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Templated sensitivity suite", "templated")]
+    data["templated"] = {}
+    shown = False
+    for model in results.models:
+        rows = templated_rows(model.templated_metrics)
+        if not rows and not model.templated_pngs:
+            continue
+        shown = True
+        blocks.append(Heading(3, model.name))
+        if rows:
+            header = ["style", "lang", *TEMPLATED_COLUMNS]
+            body = [[str(r.get("style", "—")), str(r["lang"]),
+                     *(_signed(r.get(k), signed=k != "N_det") for k in TEMPLATED_COLUMNS)] for r in rows]
+            blocks.append(Table(header, body, "Proportions of classified outputs, ambiguous minus determined inputs "
+                                "(95% CI). ΔN > 0: more neutral output when the gender is ambiguous (a neutral "
+                                "response); ΔM > 0: a masculine default; N_det: neutrality on determined inputs.",
+                                name=f"templated:{model.name}"))
+            data["templated"][model.name] = [{k: (list(v) if isinstance(v, tuple) else v) for k, v in r.items()}
+                                             for r in rows]
+        for png in model.templated_pngs:
+            dest = _copy_png(png, figures, model, "templated", results)
+            blocks.append(Image(dest, f"templated suite — {model.name} — {png.stem}", png.stem.replace("_", " ")))
+    if results.suite_pngs:
+        shown = True
+        blocks.append(Heading(3, "Across checkpoints"))
+        for png in results.suite_pngs:
+            rel = png.relative_to(results.directory)
+            dest = figures / "templated_suite" / png.name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(png, dest)
+            blocks.append(Image(dest, f"templated suite — {png.stem}", rel.as_posix()))
+    if not shown:
+        blocks.append(Para("Templated suite: not run.", "note"))
+    return blocks
+
+
+def _attribution_section(results: Results, figures: Path) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Attribution: which prompt parts drive label and translation", "attribution")]
+    any_model = False
+    for model in results.models:
+        if not model.attribution_pngs:
+            continue
+        any_model = True
+        blocks.append(Heading(3, model.name))
+        for png in model.attribution_pngs:
+            dest = _copy_png(png, figures, model, "attribution", results)
+            rel = png.relative_to(model.directory / "attribution")
+            blocks.append(Image(dest, f"attribution — {model.name} — {rel.as_posix()}", rel.as_posix()))
+        if model.attribution_tables:
+            blocks.append(Para("Tidy data: " + ", ".join(
+                f"`{p.relative_to(results.directory).as_posix()}`" for p in model.attribution_tables[:8])))
+    if not any_model:
+        blocks.append(Para("Attribution: not run.", "note"))
+    return blocks
+
+
+def _cells_section(results: Results) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Per cell", "cells")]
+    rows = cell_table(results)
+    if not rows:
+        return blocks + [Para("No per-cell metrics.", "note")]
+    header = ["cell", "model", *[c.title for c in COLUMNS]]
+    body = [[cell, model, *[values[c.key].text() for c in COLUMNS]] for cell, model, values in rows]
+    blocks.append(Details(f"{len({r[0] for r in rows})} cells × {len(results.models)} models",
+                          [Table(header, body, name="cells")]))
+    return blocks
+
+
+def _sources(model: ModelResult) -> dict[tuple[str, str], str]:
+    """(row id, lang) → source, for generation records that do not carry the source themselves."""
+    data = first(model.record, "rows.path", "rows.data", "rows.source", "data", "data_path")
+    if not data or not isinstance(data, str):
+        return {}
+    path = Path(data)
+    try:
+        if path.is_file() and path.suffix == ".jsonl":
+            from gnt.io import read_jsonl
+
+            return {(str(r.get("id")), str(r.get("lang"))): str(first(r, "source", "src", default=""))
+                    for r in read_jsonl(path, skip_bad=True)}
+    except (OSError, ValueError):
+        return {}
+    return {}
+
+
+def _sample_rows(results: Results, per_cell: int) -> list[tuple[str, list[dict]]]:
+    """For each cell, the first ``per_cell`` rows (balanced over sets) that every model evaluated."""
+    out = []
+    by_model = {m.name: {(first(g, "id"), first(g, "cell")): g for g in m.samples} for m in results.models}
+    for cell in results.cells:
+        candidates: dict[str, list[str]] = {}
+        for model in results.models:
+            for generation in model.samples:
+                if first(generation, "cell") == cell:
+                    candidates.setdefault(first(generation, "set", default="?"), [])
+                    row_id = first(generation, "id")
+                    if row_id not in candidates[first(generation, "set", default="?")]:
+                        candidates[first(generation, "set", default="?")].append(row_id)
+            if candidates:
+                break
+        chosen: list[str] = []
+        sets = sorted(candidates)
+        index = 0
+        while len(chosen) < per_cell and any(index < len(candidates[s]) for s in sets):
+            for s in sets:
+                if index < len(candidates[s]) and len(chosen) < per_cell:
+                    chosen.append(candidates[s][index])
+            index += 1
+        rows = []
+        for row_id in chosen:
+            for model in results.models:
+                generation = by_model[model.name].get((row_id, cell))
+                if generation is not None:
+                    rows.append({"model": model, "generation": generation})
+        if rows:
+            out.append((cell, rows))
+    return out
+
+
+def _phrases(judgment: dict | None) -> str:
+    if not judgment:
+        return "not judged"
+    if first(judgment, "judge_error"):
+        return f"judge error: {_short(first(judgment, 'judge_error'), 80)}"
+    phrases = first(judgment, "phrases", default=[]) or []
+    items = []
+    for phrase in phrases if isinstance(phrases, list) else []:
+        if isinstance(phrase, dict):
+            text = first(phrase, "phrase", "text", default="")
+            extra = "/".join(str(x) for x in (first(phrase, "gender"), first(phrase, "gender_correctness")) if x)
+            items.append(f"{text} ({extra})" if extra else str(text))
+    label = first(judgment, "label", "judge_label")
+    return (f"{label}: " if label else "") + ("; ".join(items) if items else "no phrases")
+
+
+def _samples_section(results: Results, per_cell: int, data: dict) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Sample browser", "samples")]
+    samples = _sample_rows(results, per_cell)
+    if not samples:
+        return blocks + [Para("No generations found: sample browser empty.", "note")]
+    blocks.append(Para(f"{per_cell} rows per cell (balanced over Set-G/Set-N), each model's output for the same "
+                       "row. Judge phrases: the human referents the judge found, with gender and correctness."))
+    judgments = {m.name: m.judgment_index() for m in results.models}
+    sources = {m.name: _sources(m) for m in results.models}
+    data["samples"] = []
+    header = ["row", "set", "source", "model", "output", "label", "translation", "judge"]
+    for cell, rows in samples:
+        body = []
+        for item in rows:
+            model, generation = item["model"], item["generation"]
+            row_id, lang = str(first(generation, "id")), str(first(generation, "lang"))
+            source = first(generation, "source", "src") or sources[model.name].get((row_id, lang)) or "(not recorded)"
+            judgment = judgments[model.name].get(row_key(generation))
+            error = first(generation, "error")
+            gender = first(generation, "gender")
+            body.append([
+                row_id, f"{first(generation, 'set', default='')}{'/' + gender if gender else ''}", _short(source),
+                model_label(model), _short(first(generation, "raw", "output")),
+                str(first(generation, "label", default="—")) + (f" (error: {error})" if error else ""),
+                _short(first(generation, "translation", default="—")), _phrases(judgment),
+            ])
+            data["samples"].append({"cell": cell, "id": row_id, "model": model.name, "source": source,
+                                    "output": first(generation, "raw", "output"), "label": first(generation, "label"),
+                                    "translation": first(generation, "translation"),
+                                    "judge": _phrases(judgment)})
+        blocks.append(Details(f"{cell} — {len({r[0] for r in body})} rows", [Table(header, body, name=f"samples:{cell}")]))
+    return blocks
+
+
+def _leakage_section(results: Results) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Leakage", "leakage")]
+    rows = []
+    leaks = []
+    for model in results.models:
+        leak = model.leakage
+        status = str(leak.get("status", "not recorded"))
+        if status == "leak":
+            leaks.append(model.name)
+        rows.append([model.name, status, str(leak.get("overlap", "")), str(leak.get("source") or ""),
+                     "yes" if leak.get("allowed") else ""])
+    blocks.append(Table(["model", "status", "overlapping sources", "training keys from", "allowed"], rows,
+                        "clean: no evaluated row shares an English source with the checkpoint's training data; "
+                        "not_applicable: base model; unknown: no record of the training data.", name="leakage"))
+    if leaks:
+        blocks.append(Para(f"LEAKAGE in {', '.join(leaks)}: these checkpoints were scored on sentences they were "
+                           "trained on; their numbers are inflated.", "warning"))
+    return blocks
+
+
+def _recipe_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return str(first(value, "path", "file", "recipe", "name", default="(inline, see record)"))
+    return "—"
+
+
+def _runs_section(results: Results) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Run records", "runs")]
+    header = ["model", "stage", "step", "base model", "recipe", "seed", "data dir", "data hash", "commit",
+              "W&B run", "eval backend"]
+    rows = []
+    details: list[Block] = []
+    for model in results.models:
+        run = model.run_record or {}
+        env = first(run, "environment", default={}) or {}
+        git = first(env, "git", default={}) or {}
+        commit = str(first(git, "commit", default="")) or str(first(model.record, "environment.git.commit", default="—"))
+        dirty = first(git, "dirty")
+        backend = first(model.record, "backend.backend", "backend.name", "backend")
+        rows.append([
+            model.name, model.stage, "" if model.global_step is None else str(model.global_step),
+            str(first(run, "base_model") or first(model.record, "model.base_model", "model_id", default="—")),
+            str(first(run, "recipe_path") or _recipe_text(first(run, "recipe"))) if run else "—",
+            str(first(run, "seed", default="—")), str(first(run, "data_dir", default="—")),
+            str(first(run, "data_manifest_sha256", default="—"))[:16],
+            (commit[:12] + (" (dirty)" if dirty else "")) if commit else "—",
+            str(first(run, "wandb.run_id", default="—")),
+            backend if isinstance(backend, str) else json.dumps(backend)[:60] if backend else "—",
+        ])
+        if run or model.record:
+            record = {"training run record (gnt_run.json)": run or None,
+                      "evaluation record (record.json)": {k: v for k, v in model.record.items()
+                                                         if k not in ("shot_orders", "constraint")}}
+            details.append(Details(f"{model.name}: full records", [Pre(json.dumps(record, indent=2, default=str,
+                                                                               ensure_ascii=False)[:20000])]))
+    blocks.append(Table(header, rows, "Everything needed to trace a number back to its recipe, data and code.",
+                        name="runs"))
+    blocks.extend(details)
+    return blocks
+
+
+def compose(results: Results, out_dir: str | Path, *, samples_per_cell: int = 4, bootstrap_samples: int = 1000,
+            title: str | None = None) -> Document:
+    """Build the whole report document, drawing figures into ``<out_dir>/figures``."""
+    out = Path(out_dir)
+    figures_dir = out / "figures"
+    if figures_dir.exists():
+        shutil.rmtree(figures_dir)  # a rebuilt report never shows a figure from an older build
+    figures = all_figures(results, figures_dir)
+    data: dict[str, Any] = {"results_dir": str(results.directory), "models": [m.name for m in results.models]}
+    blocks: list[Block] = []
+    blocks += _status_section(results)
+    blocks += _headline_section(results, bootstrap_samples, data)
+    blocks += _figure_section(results, figures)
+    blocks += _templated_section(results, figures_dir, data)
+    blocks += _attribution_section(results, figures_dir)
+    blocks += _cells_section(results)
+    blocks += _samples_section(results, samples_per_cell, data)
+    judge_sentence, validity = judge_line(results)
+    blocks += [Heading(2, "Judge validity", "judge"), Para(judge_sentence)]
+    if validity:
+        keys = ["file", "judge", "format", "accuracy", "macro_f1", "kappa", "n"]  # figures as in the file
+        blocks.append(Table(keys, [[_number(v.get(k)) for k in keys] for v in validity], name="judge_validity"))
+    data["judge_validity"] = validity
+    blocks += _leakage_section(results)
+    blocks += _runs_section(results)
+    name = title or f"gnt-align evaluation report — {results.directory.name}"
+    return Document(name, blocks, out, data)

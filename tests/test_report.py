@@ -1,0 +1,303 @@
+"""The post-training report: numbers match the metrics files, images are real PNGs, the HTML parses and embeds them,
+missing steps say "not run", and the paired test behaves (no difference for identical outputs)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from _report_fixtures import make_results, make_run
+
+from gnt.io import read_json, write_json
+from gnt.report.markdown import unescape_cell
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+VOID = {"meta", "img", "br", "hr", "input", "link"}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A results folder (base + sft checkpoints 4 and 8, judged, with templated/attribution PNGs) and its report."""
+    from gnt.report import build_report
+
+    root = tmp_path_factory.mktemp("report")
+    run = make_run(root, "sft", [4, 8])
+    results = make_results(root / "eval", run_dir=run)
+    report = build_report(results, bootstrap_samples=300)
+    return results, report
+
+
+def md_tables(text: str) -> dict[str, list[dict[str, str]]]:
+    """Markdown tables keyed by the heading above them: rows as {header: unescaped cell}."""
+    tables: dict[str, list[dict[str, str]]] = {}
+    heading = ""
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+        if line.startswith("| ") and index + 1 < len(lines) and lines[index + 1].startswith("|---"):
+            header = [unescape_cell(h.strip()) for h in re.split(r"(?<!\\)\|", line)[1:-1]]
+            rows = []
+            index += 2
+            while index < len(lines) and lines[index].startswith("| "):
+                cells = [unescape_cell(c.strip()) for c in re.split(r"(?<!\\)\|", lines[index])[1:-1]]
+                rows.append(dict(zip(header, cells, strict=True)))
+                index += 1
+            tables.setdefault(heading, []).extend(rows)
+            continue
+        index += 1
+    return tables
+
+
+def parse_stat(text: str) -> tuple[float, float | None, float | None]:
+    match = re.match(r"^(-?[\d.]+)(?: \[(-?[\d.]+), (-?[\d.]+)\])?", text)
+    assert match, text
+    lo = float(match.group(2)) if match.group(2) else None
+    hi = float(match.group(3)) if match.group(3) else None
+    return float(match.group(1)), lo, hi
+
+
+HEADLINE = {
+    "Label acc. Set-G": ("label_accuracy", "Set-G"),
+    "Label acc. Set-N": ("label_accuracy", "Set-N"),
+    "GNT acc. Set-N": ("gnt_accuracy", "Set-N"),
+    "GNT acc. Set-G": ("gnt_accuracy", "Set-G"),
+    "Coherence (NEUTRAL label)": ("coherence", "NEUTRAL"),
+}
+
+
+def test_headline_numbers_match_metrics_files(built: tuple[Path, Path]) -> None:
+    results, report = built
+    tables = md_tables(report.read_text(encoding="utf-8"))
+    checked = 0
+    for heading, block in (("en→it", "it"), ("en→es", "es"), ("en→de", "de"), ("All languages", None)):
+        rows = tables[heading]
+        assert [r["model"] for r in rows] == ["base", "sft/checkpoint-4", "sft/checkpoint-8"]
+        for row in rows:
+            metrics = read_json(results / row["model"] / "metrics.json")
+            scope = metrics["languages"][block] if block else metrics["overall"]
+            for column, (metric, group) in HEADLINE.items():
+                value, lo, hi = parse_stat(row[column])
+                stat = scope[metric][group]
+                assert value == pytest.approx(stat["value"] * 100, abs=0.051), (heading, row["model"], column)
+                assert lo == pytest.approx(stat["ci"][0] * 100, abs=0.051)
+                assert hi == pytest.approx(stat["ci"][1] * 100, abs=0.051)
+                checked += 1
+            errors = scope["extraction_errors"]
+            assert row["Extraction errors"] == f"{errors['n']} ({errors['rate']['value'] * 100:.1f}%)"
+            assert row["xCOMET"] == "—"  # not run in this fixture
+    assert checked == 4 * 3 * len(HEADLINE)
+
+
+def test_report_data_json_matches_markdown(built: tuple[Path, Path]) -> None:
+    results, report = built
+    data = read_json(report.with_name("report_data.json"))
+    entry = next(e for e in data["headline"] if e["lang"] == "it" and e["model"] == "sft/checkpoint-8")
+    metrics = read_json(results / "sft/checkpoint-8/metrics.json")["languages"]["it"]
+    assert entry["gnt_n"]["value"] == pytest.approx(metrics["gnt_accuracy"]["Set-N"]["value"])
+    assert entry["gnt_n"]["p_value"] is not None and entry["gnt_n"]["delta"] > 0
+
+
+def test_checkpoint_improvement_is_marked_significant(built: tuple[Path, Path]) -> None:
+    """The fixture's step-8 checkpoint is far more neutral on Set-N than the base: ▲ with p < 0.05."""
+    _, report = built
+    rows = md_tables(report.read_text(encoding="utf-8"))["All languages"]
+    assert "▲" in rows[2]["GNT acc. Set-N"] and "▲" in rows[2]["Label acc. Set-N"]
+    assert "▲" not in rows[0]["GNT acc. Set-N"] and "▼" not in rows[0]["GNT acc. Set-N"]  # the base itself
+
+
+def test_images_exist_and_are_valid_pngs(built: tuple[Path, Path]) -> None:
+    import matplotlib.image as mpimg
+    from PIL import Image
+
+    _, report = built
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report.read_text(encoding="utf-8"))
+    names = {Path(link).name for link in links}
+    assert {"fig3_label_vs_gnt.png", "fig4_coherence.png", "fig5_setn_by_config.png",
+            "learning_curves_sft.png", "deltas_plain.png", "parts_top10.png"} <= names
+    for link in links:
+        path = report.parent / link
+        assert path.is_file(), link
+        assert path.read_bytes()[:8] == PNG_MAGIC
+        with Image.open(path) as image:
+            image.verify()
+        assert mpimg.imread(path).ndim == 3
+
+
+class Checker(HTMLParser):
+    """Collects images and tables and checks that every non-void tag is closed in order."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.images: list[str] = []
+        self.tables: dict[str, list[list[str]]] = {}
+        self._table: str | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "img":
+            self.images.append(attributes.get("src") or "")
+        if tag == "table":
+            self._table = attributes.get("data-name")
+            if self._table:
+                self.tables[self._table] = []
+        if tag == "tr" and self._table:
+            self.tables[self._table].append([])
+        if tag == "td" and self._table:
+            self._cell = []
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"unexpected </{tag}> (open: {self.stack[-3:]})")
+            return
+        self.stack.pop()
+        if tag == "td" and self._cell is not None and self._table:
+            self.tables[self._table][-1].append("".join(self._cell))
+            self._cell = None
+        if tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def test_html_parses_and_embeds_every_image(built: tuple[Path, Path]) -> None:
+    import matplotlib.image as mpimg
+
+    _, report = built
+    html = report.with_name("report.html").read_text(encoding="utf-8")
+    checker = Checker()
+    checker.feed(html)
+    checker.close()
+    assert not checker.errors, checker.errors[:5]
+    assert checker.stack == []
+    assert len(checker.images) >= 6
+    for src in checker.images:
+        assert src.startswith("data:image/png;base64,"), src[:40]
+        data = base64.b64decode(src.split(",", 1)[1])
+        assert data[:8] == PNG_MAGIC
+        assert mpimg.imread(io.BytesIO(data), format="png").ndim == 3
+    # the HTML shows the same headline numbers as the Markdown
+    md_rows = md_tables(report.read_text(encoding="utf-8"))["en→it"]
+    html_rows = [r for r in checker.tables["headline:it"] if r]
+    assert [r[0] for r in html_rows] == [r["model"] for r in md_rows]
+    assert html_rows[1][3:] == [md_rows[1][c] for c in list(md_rows[1])[3:]]
+
+
+def test_sample_browser_judge_and_traceability(built: tuple[Path, Path]) -> None:
+    _, report = built
+    text = report.read_text(encoding="utf-8")
+    tables = md_tables(text)
+    samples = [r for heading, rows in tables.items() if heading == "Sample browser" for r in rows]
+    assert samples, "sample browser is empty"
+    first = samples[0]
+    assert first["source"].startswith("The member 0 | said [x]")  # a | inside a cell survives
+    assert re.match(r"^<it> \*\*(GENDERED|NEUTRAL)\*\* \[", next(r["output"] for r in samples if r["output"]))
+    assert any("membro (" in r["judge"] for r in samples)
+    assert "Judge validation: lexical / CROSS-P+L: accuracy 83.0%, κ 0.710" in text
+    runs = {r["model"]: r for r in tables["Run records"]}
+    assert runs["sft/checkpoint-8"]["seed"] == "42"
+    assert runs["sft/checkpoint-8"]["commit"].startswith("0123456789ab")
+    assert runs["sft/checkpoint-8"]["W&B run"] == "fixrun01"
+    assert runs["sft/checkpoint-8"]["recipe"] == "recipes/tiny.yaml"
+    templated = tables["sft/checkpoint-8"]  # the templated-suite table under the checkpoint's heading
+    assert [(r["lang"], r["ΔN"], r["N_det"]) for r in templated][:2] == [
+        ("it", "+0.200 [+0.150, +0.250]", "0.050 [0.000, 0.100]"), ("es", "+0.300 [+0.250, +0.350]", "0.050 [0.000, 0.100]")]
+    leakage = {r["model"]: r["status"] for r in tables["Leakage"]}
+    assert leakage == {"base": "not_applicable", "sft/checkpoint-4": "clean", "sft/checkpoint-8": "clean"}
+
+
+def test_missing_parts_are_reported_as_not_run_and_leakage_is_shouted(tmp_path: Path) -> None:
+    from gnt.report import build_report
+
+    results = make_results(tmp_path / "eval", steps=(2,), judge=False, validation=False, extras=False,
+                           langs=("it",), rows_per_set=4)
+    record = read_json(results / "sft/checkpoint-2/record.json")
+    record["leakage"] = {"status": "leak", "overlap": 3, "source": "manifest", "allowed": True}
+    write_json(results / "sft/checkpoint-2/record.json", record)
+    report = build_report(results, tmp_path / "out", bootstrap_samples=50)
+    text = report.read_text(encoding="utf-8")
+    assert report.parent == tmp_path / "out"
+    assert "GNT accuracy and coherence: judge not run." in text
+    assert "Templated suite: not run." in text and "Attribution: not run." in text
+    assert "Not drawn: judge not run for any model." in text  # Fig. 4 and 5 need judgments
+    status = md_tables(text)["What was evaluated"]
+    assert status[0]["judge"] == "not run" and status[0]["metrics"] == "✓"
+    assert (tmp_path / "out/figures/fig3_label_vs_gnt.png").is_file()
+    assert not (tmp_path / "out/figures/fig4_coherence.png").exists()
+    assert "LEAKAGE in sft/checkpoint-2" in text
+
+
+def test_paired_bootstrap_identical_and_different() -> None:
+    from gnt.report.significance import holm, paired_bootstrap
+
+    same = {f"it|{i}|c": (float(i % 2), 1.0) for i in range(40)}
+    result = paired_bootstrap(same, dict(same), samples=200)
+    assert result is not None and result.delta == 0 and result.p_value == 1.0 and result.marker() == ""
+    better = {k: (1.0, 1.0) for k in same}
+    result = paired_bootstrap(same, better, samples=200)
+    assert result is not None and result.delta == pytest.approx(0.5) and result.p_value < 0.05
+    assert result.lo <= result.delta <= result.hi and result.marker() == "▲"
+    assert paired_bootstrap(same, {"other|1|c": (1.0, 1.0)}) is None
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+
+
+def test_flatten_metrics_reads_stat_shapes() -> None:
+    from gnt.report.collect import flatten_metrics, parse_stat
+
+    assert parse_stat(0.5) == (0.5, None, None, None)
+    assert parse_stat({"value": 0.5, "ci": [0.4, 0.6], "n": 10}) == (0.5, 0.4, 0.6, 10)
+    assert parse_stat({"mean": 0.7, "lo": 0.6, "hi": 0.8}) == (0.7, 0.6, 0.8, None)
+    assert parse_stat({"value": None}) is None
+    rows = flatten_metrics({
+        "cells": {"it/G+S/4": {"n": 4, "label_accuracy": {"Set-N": {"value": 0.25, "ci": [0.0, 0.5]}}}},
+        "languages": [{"lang": "it", "xcomet": {"system": 0.81}}],
+        "overall": {"extraction_errors": {"n": 2, "rate": {"value": 0.1, "ci": [0, 0.2]}}},
+    }, "m")
+    found = {(r.scope, r.lang, r.cell, r.metric, r.group): r.value for r in rows}
+    assert found[("cell", "it", "it/G+S/4", "label_accuracy", "Set-N")] == 0.25
+    assert found[("language", "it", None, "xcomet", None)] == 0.81  # "system" is read as the value
+    assert found[("overall", None, None, "extraction_errors", "n")] == 2
+    assert found[("overall", None, None, "extraction_errors", "rate")] == 0.1
+
+
+def test_cli_writes_report_elsewhere_with_xcomet_and_validation(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("report_cli", Path(__file__).parent.parent / "eval/report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    results = make_results(tmp_path / "results", steps=(2,), extras=False, langs=("it",), rows_per_set=4,
+                           xcomet=True, validation=False)
+    validation = tmp_path / "judge-validation.json"  # as eval/judge.py validate writes it, outside the results
+    write_json(validation, {"kind": "references", "judge": "lexical", "format": "MONO-L", "accuracy": 0.75,
+                            "macro_f1": 0.7, "kappa": 0.5, "n": 40})
+    assert module.main([str(results), "--out", str(tmp_path / "r"), "--bootstrap-samples", "50",
+                        "--judge-validation", str(validation)]) == 0
+    assert f"report: {tmp_path / 'r' / 'report.md'}" in capsys.readouterr().out
+    text = (tmp_path / "r/report.md").read_text(encoding="utf-8")
+    rows = md_tables(text)["en→it"]
+    for row in rows:
+        xcomet = read_json(results / row["model"] / "metrics.json")["languages"]["it"]["xcomet"]["matching"]
+        value, lo, hi = parse_stat(row["xCOMET"])
+        assert (value, lo, hi) == pytest.approx((xcomet["value"], xcomet["ci"][0], xcomet["ci"][1]), abs=0.0006)
+    assert "lexical (MONO-L)" in text and "Agreement with the lexical judge: 90.0% (κ 0.800)" in text
+    assert "lexical / MONO-L: accuracy 75.0%, macro-F1 0.700, κ 0.500 (" in text
+    status = md_tables(text)["What was evaluated"]
+    assert status[1]["xcomet"] == "✓"
+    assert module.main([str(tmp_path / "nothing")]) == 2
