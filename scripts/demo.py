@@ -57,7 +57,6 @@ def main(argv: list[str] | None = None) -> int:
     data, sft, dpo, results = out / "data", out / "runs" / "sft", out / "runs" / "dpo", out / "eval"
     sft_recipe, dpo_recipe = MODELS[args.model]
     py = sys.executable
-    os.environ.setdefault("WANDB_MODE", "offline")
     timings: dict[str, float] = {}
 
     if "data" in steps:

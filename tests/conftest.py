@@ -61,3 +61,18 @@ def eval_tiny_run(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path
     from _eval_helpers import make_run
 
     return make_run(tiny_model_dir, tmp_path_factory.mktemp("eval-runs") / "sft", eval_data_dir, steps=(1, 2))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Training (gnt.training; owner: training). One data build (sample + templated pairs) per session.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def training_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``data/build.py`` output for the training tests: sft/ and dpo/ train+dev rows and ``manifest.json``."""
+    from gnt.data.build import BuildConfig, build_dataset
+
+    out = tmp_path_factory.mktemp("train-data") / "data"
+    build_dataset(BuildConfig(out_dir=str(out), progress=False))
+    return out

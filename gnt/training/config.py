@@ -1,0 +1,241 @@
+"""The training recipe language: which keys each stage accepts and how they become TRL/transformers objects.
+
+A stage's recipe keys are the union of TRL's trainer config (``SFTConfig`` or ``DPOConfig``), TRL's ``ModelConfig``
+(model, LoRA and bitsandbytes fields) and the project keys below. Values are validated and coerced by
+:mod:`gnt.recipe` before any model is loaded; this module then builds the config objects and applies the few
+project-wide rules (adapters only, explicit output and data directories, CPU launch fix-ups).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gnt.recipe import RecipeError, RecipeSchema, ResolvedRecipe, resolve_recipe
+
+STAGES = ("sft", "dpo")
+
+
+class TrainingError(RecipeError):
+    """A run that cannot start as configured (missing adapter, data, capability); exit status 2 like recipe errors."""
+
+
+@dataclass
+class ProjectArgs:
+    """gnt-align's own recipe keys (everything that is not a TRL or transformers field)."""
+
+    data_dir: str | None = field(
+        default=None, metadata={"help": "Directory written by `python data/build.py --out DIR` (required)."}
+    )
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "Use a seeded sample of at most N training rows (quick runs)."}
+    )
+    max_eval_samples: int | None = field(default=None, metadata={"help": "At most N dev rows for evaluation."})
+    system_role: str = field(
+        default="auto",
+        metadata={
+            "help": "Whether prompts keep their system turn: auto (probe the chat template), keep, or merge "
+            "(system text opens the first user turn, for templates without a system role such as Gemma 2).",
+            "choices": ["auto", "keep", "merge"],
+        },
+    )
+    wandb_project: str = field(default="gnt-align", metadata={"help": "W&B project (report_to: wandb)."})
+    wandb_entity: str | None = field(default=None, metadata={"help": "W&B entity (team or user)."})
+    wandb_group: str | None = field(
+        default=None, metadata={"help": "W&B group; default: the base model's short name, so SFT and DPO group."}
+    )
+    wandb_tags: list[str] = field(default_factory=list, metadata={"help": "W&B tags."})
+    eval_queue_dir: str | None = field(
+        default=None,
+        metadata={"help": "Copy every saved checkpoint (adapter, tokenizer, run record) into this queue for "
+                  "eval/watch.py, safe from save_total_limit (gnt.report.callback; rank 0 only)."},
+    )
+    merge_adapter: bool = field(
+        default=False, metadata={"help": "After training, also save base + adapter merged (never into 4-bit)."}
+    )
+    merged_dir: str | None = field(default=None, metadata={"help": "Where the merged model goes (OUTPUT/merged)."})
+    merge_dtype: str = field(
+        default="bfloat16",
+        metadata={"help": "dtype of the merged model.", "choices": ["bfloat16", "float16", "float32"]},
+    )
+
+
+@dataclass
+class SFTProjectArgs(ProjectArgs):
+    """Project keys of the SFT stage."""
+
+
+@dataclass
+class DPOProjectArgs(ProjectArgs):
+    """Project keys of the DPO stage: DPO continues training an SFT adapter."""
+
+    sft_adapter: str | None = field(
+        default=None,
+        metadata={"help": "SFT adapter to start from and to use as the frozen reference: an SFT run's output "
+                  "directory or one of its checkpoint-N folders (required)."},
+    )
+
+
+ALIASES = {
+    "torch_dtype": "dtype",
+    "gradient_checkpointing": "activation_checkpointing",
+    "gradient_checkpointing_kwargs": "activation_checkpointing_kwargs",
+    "peft": "use_peft",
+}
+"""Older names accepted and renamed (transformers 5 renamed ``torch_dtype`` and ``gradient_checkpointing``)."""
+
+DPO_FIXED_KEYS = {
+    "lora_r", "lora_alpha", "lora_dropout", "lora_target_modules", "lora_target_parameters", "lora_modules_to_save",
+    "lora_task_type", "use_rslora", "use_dora",
+}
+"""ModelConfig keys a DPO recipe cannot set: the adapter it trains is the SFT adapter, loaded as saved."""
+
+STAGE_DEFAULTS: dict[str, Any] = {
+    "use_peft": True,  # gnt-align trains adapters: the evaluator and vLLM load checkpoints as LoRA adapters
+    "ddp_find_unused_parameters": False,  # LoRA has none; True costs an extra graph traversal per step
+}
+"""Defaults that differ from TRL's, applied below the recipe."""
+
+
+def _stage_classes(stage: str) -> tuple[type, type, type]:
+    from trl import DPOConfig, ModelConfig, SFTConfig
+
+    if stage == "sft":
+        return SFTProjectArgs, SFTConfig, ModelConfig
+    if stage == "dpo":
+        return DPOProjectArgs, DPOConfig, ModelConfig
+    raise ValueError(f"unknown stage {stage!r}; valid: {', '.join(STAGES)}")
+
+
+@functools.cache
+def stage_schema(stage: str) -> RecipeSchema:
+    """All keys a recipe of ``stage`` may use; keys of the other stage get a hint instead of only suggestions."""
+    schema = RecipeSchema.from_dataclasses(_stage_classes(stage), aliases=dict(ALIASES))
+    other = "dpo" if stage == "sft" else "sft"
+    other_keys = RecipeSchema.from_dataclasses(_stage_classes(other)).keys
+    script = f"train/{other}.py"
+    for key in set(other_keys) - set(schema.keys):
+        schema.elsewhere[key] = f"It is a {other.upper()} key: run {other.upper()} recipes with {script}."
+    return schema
+
+
+@dataclass
+class TrainSetup:
+    """Everything a stage needs, built from a resolved recipe (no model, tokenizer or data loaded yet)."""
+
+    stage: str
+    recipe: ResolvedRecipe
+    project: ProjectArgs
+    model_args: Any
+    """trl.ModelConfig"""
+    training_args: Any
+    """trl.SFTConfig or trl.DPOConfig (``resume_from_checkpoint`` is handled by :mod:`gnt.training.resume`)."""
+    resume: Any = None
+    """The recipe's ``resume_from_checkpoint`` value, interpreted by :func:`gnt.training.resume.resume_checkpoint`."""
+    notes: list[str] = field(default_factory=list)
+    """Adjustments made to the recipe for this machine, printed and recorded."""
+
+    @property
+    def output_dir(self) -> Path:
+        return Path(self.training_args.output_dir)
+
+    @property
+    def run_name(self) -> str:
+        return self.training_args.run_name
+
+
+def load_recipe(stage: str, path: str | None, overrides: list[tuple[str, Any]]) -> ResolvedRecipe:
+    """Resolve a recipe for ``stage``: defaults < file < overrides, every key checked (RecipeError otherwise)."""
+    return resolve_recipe(path, overrides, stage_schema(stage), STAGE_DEFAULTS)
+
+
+def build_setup(stage: str, recipe: ResolvedRecipe, *, dry_run: bool = False) -> TrainSetup:
+    """Build the config objects of a resolved recipe and check the rules that need no files or models.
+
+    With ``dry_run`` a GPU recipe is still validated on a CPU machine: bf16/fp16 are checked as if ``use_cpu``
+    were set (noted in the output) instead of failing, since dry-runs are how recipes are kept from rotting.
+    """
+    from gnt.training.world import adapt_to_launch
+
+    project_cls, trainer_cls, model_cls = _stage_classes(stage)
+    values = dict(recipe.values)
+    notes: list[str] = []
+    where = recipe.path or "command line"
+
+    for required in ("output_dir", "data_dir"):
+        if not values.get(required):
+            raise RecipeError(f"{where}: '{required}' is required (add `{required}: ...` to the recipe or override it)")
+    if stage == "sft" and not values.get("model_name_or_path"):
+        raise RecipeError(f"{where}: 'model_name_or_path' is required (a hub id, a local folder, or gnt:tiny)")
+    if stage == "dpo" and not values.get("sft_adapter"):
+        raise RecipeError(f"{where}: 'sft_adapter' is required: the SFT run (or checkpoint) DPO starts from")
+    if not values.get("use_peft", True):
+        raise RecipeError(
+            f"{where}: use_peft: false is not supported: gnt-align trains LoRA adapters, which is what the "
+            "evaluator and vLLM load. Remove the key (or set it to true)."
+        )
+    if values.get("load_in_4bit") and values.get("load_in_8bit"):
+        raise RecipeError(f"{where}: load_in_4bit and load_in_8bit are exclusive")
+    if stage == "dpo":
+        lora = sorted(k for k in values if k in DPO_FIXED_KEYS and recipe.sources.get(k) != "default")
+        if lora:
+            raise RecipeError(
+                f"{where}: {', '.join(lora)}: DPO continues training the SFT adapter, whose LoRA settings (and base "
+                "model) come from its adapter_config.json. Remove these keys from the DPO recipe."
+            )
+
+    values.setdefault("run_name", _default_run_name(stage, recipe))
+    resume = values.pop("resume_from_checkpoint", None)
+
+    def kwargs_for(klass: type) -> dict[str, Any]:
+        names = {f.name for f in dataclasses.fields(klass) if f.init}
+        return {k: v for k, v in values.items() if k in names}
+
+    trainer_kwargs = kwargs_for(trainer_cls)
+    trainer_kwargs.setdefault("activation_checkpointing", _trl_default(trainer_cls, "gradient_checkpointing"))
+    notes += adapt_to_launch(trainer_kwargs, dry_run=dry_run)
+    try:
+        project = project_cls(**kwargs_for(project_cls))
+        model_args = model_cls(**kwargs_for(model_cls))
+        training_args = trainer_cls(**trainer_kwargs)
+    except (TypeError, ValueError) as exc:
+        hint = ""
+        if "bf16" in str(exc) or "fp16" in str(exc):
+            hint = " On a machine without GPU set bf16: false (as the tiny and smollm recipes do)."
+        raise RecipeError(f"{where}: invalid configuration: {exc}{hint}") from None
+    from gnt.training.attention import plan_attention
+
+    notes += plan_attention(model_args, training_args)
+    return TrainSetup(stage, recipe, project, model_args, training_args, resume, notes)
+
+
+def _trl_default(klass: type, name: str) -> Any:
+    for f in dataclasses.fields(klass):
+        if f.name == name:
+            return f.default
+    return None
+
+
+def _default_run_name(stage: str, recipe: ResolvedRecipe) -> str:
+    """``<recipe>-<stage>`` (``qwen`` → ``qwen-sft``; ``qwen-dpo`` stays), plus a short hash of any overrides."""
+    from gnt.io import hash_json
+
+    name = recipe.name if stage in recipe.name.split("-") else f"{recipe.name}-{stage}"
+    significant = [o for o in recipe.overrides if not o.startswith(("output_dir=", "report_to="))]
+    return f"{name}-{hash_json(significant, 6)}" if significant else name
+
+
+def describe_keys(stage: str) -> str:
+    """Valid keys of a stage grouped by owner, for ``--help``."""
+    schema = stage_schema(stage)
+    groups: dict[str, list[str]] = {}
+    for key, spec in schema.keys.items():
+        groups.setdefault(spec.owner, []).append(key)
+    lines = []
+    for owner, keys in groups.items():
+        lines.append(f"{owner} ({len(keys)} keys):")
+        lines.append("  " + ", ".join(sorted(keys)))
+    return "\n".join(lines)

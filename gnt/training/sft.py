@@ -1,0 +1,64 @@
+"""Supervised fine-tuning of a LoRA (or QLoRA) adapter on the completion only, with TRL's SFTTrainer.
+
+The rows are conversational prompt–completion pairs, so TRL computes the loss on the assistant turn only (the
+completion, closed by the template's end-of-turn token, which :func:`check_target_eos` verifies before training).
+With ``packing: true`` TRL packs rows best-fit and trains padding-free (``position_ids`` restart per row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gnt.recipe import normalize_overrides
+from gnt.training.base_model import model_init_kwargs, quantization_config, resolve_model
+from gnt.training.data import TrainingData, to_dataset
+from gnt.training.runner import PreparedRun, StagePlugin, end_run, prepare_run, train_run
+from gnt.training.template_checks import check_target_eos
+
+
+def _resolve(setup: Any) -> tuple[str, None, str]:
+    base = resolve_model(setup.model_args.model_name_or_path)
+    return base, None, base
+
+
+def _check_rows(tokenizer: Any, data: TrainingData, setup: Any) -> None:
+    check_target_eos(tokenizer, data.train[0], setup.training_args.eos_token)
+
+
+def _build_trainer(run: PreparedRun, callbacks: list) -> Any:
+    from trl import SFTTrainer, get_peft_config
+
+    args, model_args = run.setup.training_args, run.setup.model_args
+    args.model_init_kwargs = model_init_kwargs(model_args, args)
+    return SFTTrainer(
+        model=run.base_model,
+        args=args,
+        train_dataset=to_dataset(run.data.train),
+        eval_dataset=to_dataset(run.data.dev),
+        processing_class=run.tokenizer,
+        peft_config=get_peft_config(model_args),
+        quantization_config=quantization_config(model_args),
+        callbacks=callbacks,
+    )
+
+
+SFT = StagePlugin("sft", _resolve, _check_rows, _build_trainer)
+
+
+def prepare_sft(recipe_path: str | None, overrides: Sequence[Any] = ()) -> PreparedRun:
+    """Resolve, check and build everything for an SFT run without training (tests inspect the trainer)."""
+    return prepare_run(SFT, recipe_path, normalize_overrides(overrides))
+
+
+def run_sft(recipe_path: str, overrides: Sequence[Any] = ()) -> Path:
+    """Train an SFT adapter as ``recipe_path`` + ``overrides`` say; return the output directory.
+
+    Re-running with the same output directory resumes from its last complete checkpoint.
+    """
+    run = prepare_sft(recipe_path, overrides)
+    try:
+        return train_run(run)
+    finally:
+        end_run(run)

@@ -1,0 +1,18 @@
+"""Supervised fine-tuning of a LoRA/QLoRA adapter for gender-neutral translation.
+
+    accelerate launch train/sft.py recipes/qwen.yaml [--learning_rate 1e-4 | learning_rate=1e-4 ...]
+    python train/sft.py recipes/tiny.yaml            # one process (CPU demo)
+    python train/sft.py recipes/qwen.yaml --dry-run  # print the resolved config and exit
+
+Everything lives in gnt.training; see `python train/sft.py --help`.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from gnt.training.cli import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main("sft"))
