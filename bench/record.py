@@ -1,0 +1,63 @@
+"""Shared benchmark plumbing: machine facts, a printed table, and a JSON record per benchmark run."""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from gnt.io import write_json
+from gnt.records import environment_record
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict[str, Any]:
+    """Facts that make a number comparable: CPU count, platform, GPU name when there is one."""
+    facts: dict[str, Any] = {"cpus": os.cpu_count(), "platform": platform.platform(), "processor": platform.processor()}
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            facts["gpu"] = torch.cuda.get_device_name(0)
+    except ImportError:
+        pass
+    return facts
+
+
+def print_table(title: str, rows: list[tuple[str, Any, str]]) -> None:
+    """Print ``(metric, value, goal)`` rows as an aligned table."""
+    print(f"\n{title}")
+    width = max(len(name) for name, _, _ in rows)
+    for name, value, goal in rows:
+        shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+        print(f"  {name:<{width}}  {shown:>12}  {goal}")
+
+
+def save_record(name: str, figures: dict[str, Any], goals: dict[str, str] | None = None) -> Path:
+    """Write ``bench/results/<name>.json`` (latest) with the figures, goals, machine and environment."""
+    record = {
+        "benchmark": name,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "environment": environment_record(),
+        "figures": figures,
+        "goals": goals or {},
+    }
+    path = RESULTS_DIR / f"{name}.json"
+    write_json(path, record)
+    return path
+
+
+class Timer:
+    """``with Timer() as t: ...; t.seconds``."""
+
+    def __enter__(self) -> Timer:
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.seconds = time.perf_counter() - self.start
