@@ -14,7 +14,7 @@ COMET_STAMP    := $(GNT_COMET_VENV)/.gnt-comet-installed
 
 .PHONY: demo test test-fast lint bench install comet-env clean
 
-$(STAMP): pyproject.toml scripts/install.sh
+$(STAMP): pyproject.toml constraints-cpu.txt scripts/install.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/install.sh
 	touch $(STAMP)
 
@@ -25,8 +25,10 @@ $(COMET_STAMP): comet-requirements.txt scripts/comet_env.sh
 
 comet-env: $(COMET_STAMP)
 
+# MODEL=smollm (SmolLM2-135M-Instruct, real translations, ~10 min) or MODEL=tiny (every code path, ~3 min)
+MODEL ?= smollm
 demo: $(STAMP)
-	$(BIN)/python scripts/demo.py
+	$(BIN)/python scripts/demo.py --model $(MODEL)
 
 test: $(STAMP) $(COMET_STAMP)
 	$(BIN)/python -m pytest -q

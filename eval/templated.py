@@ -14,55 +14,45 @@ styles, grid_config, grid_shots, extra_forms and plots. Results: ``<out>/<model>
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gnt.data.errors import DataError  # noqa: E402
-from gnt.evaluation.leakage import LeakageError  # noqa: E402
-from gnt.recipe import RecipeError, parse_command_line  # noqa: E402
+from gnt.evaluation.cli import parse_eval_args, recipe_overrides, run_eval_main  # noqa: E402
+from gnt.recipe import RecipeError  # noqa: E402
 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(
-        prog="eval/templated.py", description=__doc__.split("\n\n")[0],
+    return parse_eval_args(
+        argv,
+        prog="eval/templated.py",
+        description=__doc__.split("\n\n")[0],
         epilog="Other recipe keys: key=value, e.g. styles=plain pairs_per_lang=50 grid_shots=0 backend=vllm",
+        recipe_help="evaluation recipe (recipes/templated-*.yaml or recipes/eval*.yaml)",
+        model_help="base model (hub id, folder, 'tiny' or 'smollm')",
+        source=("--suite", "suite JSONL (default: the runs' data build eval/templated_suite.jsonl)"),
+        leakage_help="score checkpoints trained on suite sources",
+        quiet_help="no progress bars",
     )
-    parser.add_argument("recipe", help="evaluation recipe (recipes/templated-*.yaml or recipes/eval*.yaml)")
-    parser.add_argument("--run", action="append", default=[], help="training output folder (repeatable)")
-    parser.add_argument("--adapter", action="append", default=[], help="an adapter folder (repeatable)")
-    parser.add_argument("--model", help="base model (hub id, folder, 'tiny' or 'smollm')")
-    parser.add_argument("--suite", help="suite JSONL (default: the runs' data build eval/templated_suite.jsonl)")
-    parser.add_argument("--out", help="output folder (recipe key out_dir)")
-    parser.add_argument("--allow-leakage", action="store_true", help="score checkpoints trained on suite sources")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    return parser.parse_known_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args, rest = parse_args(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
+
+    def run() -> Path:
         from gnt.templated_suite.run import load_config, run_suite
 
-        overrides = parse_command_line(rest).overrides
         suite, evaluation = load_config(
-            args.recipe, overrides, runs=args.run, adapters=args.adapter, model=args.model, suite=args.suite,
-            out_dir=args.out, allow_leakage=args.allow_leakage,
+            args.recipe, recipe_overrides(rest), runs=args.run, adapters=args.adapter, model=args.model,
+            suite=args.suite, out_dir=args.out, allow_leakage=args.allow_leakage,
         )
         if args.quiet:
             evaluation.progress = False
-        folder = run_suite(suite, evaluation)
-    except (RecipeError, DataError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except LeakageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return LeakageError.exit_code
-    print(f"results: {folder}/summary.json")
-    return 0
+        return run_suite(suite, evaluation)
+
+    return run_eval_main(run, usage_errors=(RecipeError, DataError))
 
 
 if __name__ == "__main__":

@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ("data", "sft", "dpo", "eval", "judge", "templated", "attribution", "report")
 MODELS = {
-    # model: (SFT recipe, DPO recipe, SFT/DPO overrides that keep the demo within minutes on 2 CPU cores)
-    "smollm": ("recipes/smollm.yaml", "recipes/smollm-dpo.yaml"),
-    "tiny": ("recipes/tiny.yaml", "recipes/tiny-dpo.yaml"),
+    # model: (SFT recipe, DPO recipe, evaluation slice, attribution cell) sized to run in minutes on 2 CPU cores
+    "smollm": ("recipes/smollm.yaml", "recipes/smollm-dpo.yaml", "recipes/eval-smollm.yaml", "it/G+S/0"),
+    "tiny": ("recipes/tiny.yaml", "recipes/tiny-dpo.yaml", "recipes/eval-tiny.yaml", "it/G+S/4"),
 }
 
 
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown step(s) {unknown}; valid: {', '.join(STEPS)}")
     out = Path(args.out or f"outputs/demo-{args.model}")
     data, sft, dpo, results = out / "data", out / "runs" / "sft", out / "runs" / "dpo", out / "eval"
-    sft_recipe, dpo_recipe = MODELS[args.model]
+    sft_recipe, dpo_recipe, eval_recipe, attribution_cell = MODELS[args.model]
     py = sys.executable
     timings: dict[str, float] = {}
 
@@ -72,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if "eval" in steps:
         timings["eval"] = run(
-            [py, "eval/evaluate.py", "recipes/eval-tiny.yaml", "--run", str(sft), "--run", str(dpo), "--out", str(results)],
-            "grid sweep: base + every checkpoint (4-shot G+S and None, 4 languages)",
+            [py, "eval/evaluate.py", eval_recipe, "--run", str(sft), "--run", str(dpo), "--out", str(results)],
+            f"grid sweep: base + every checkpoint ({eval_recipe})",
         )
     if "judge" in steps:
         timings["judge"] = run([py, "eval/judge.py", "judge", str(results), "judge=lexical"], "judge (lexical, offline)")
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         models = json.loads((ROOT / results / "summary.json").read_text())["models"]
         last = models[-1]["name"]  # the sweep lists base, then each run's checkpoints in order: the last DPO one
         timings["attribution"] = run(
-            [py, "eval/attribute.py", str(results / last), "--cell", "it/G+S/4", "--max-rows", "2"],
+            [py, "eval/attribute.py", str(results / last), "--cell", attribution_cell, "--max-rows", "2"],
             f"attribution (grad×input) on a few rows of {last}",
         )
     if "report" in steps:

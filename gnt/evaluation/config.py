@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gnt.data.entry import LANGUAGES
 from gnt.prompts.grid import CONFIGS, SHOT_COUNTS, Cell, grid_cells
 from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
+
+if TYPE_CHECKING:
+    from gnt.generation.base import GenerationBackend
 
 BackendKind = Literal["transformers", "vllm", "http"]
 
@@ -110,3 +113,10 @@ def load_eval_config(
         values[key] = SCHEMA.coerce(key, value, "command line")
     values["recipe"] = str(path) if path is not None else None
     return EvalConfig(**values).validate()
+
+
+def system_role_for(config: EvalConfig, backend: GenerationBackend) -> bool:
+    """Whether prompts get a system turn: the recipe's ``system_role`` (yes/no), or the backend's template (auto)."""
+    if config.system_role == "auto":
+        return backend.supports_system_role()
+    return config.system_role == "yes"

@@ -11,6 +11,8 @@ training data is ``unknown`` (warned about, not refused).
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -69,3 +71,34 @@ def leakage_message(name: str, status: LeakageStatus, n_rows: int) -> str:
         "would be inflated. Evaluate it on its own data build's held-out rows, or pass --allow-leakage to score "
         "it anyway (the metrics will carry the leakage status)."
     )
+
+
+def guard_leakage(
+    models: Sequence[ModelUnderTest],
+    evaluated_keys: set[str],
+    n_rows: int,
+    *,
+    allow: bool = False,
+    logger: logging.Logger | None = None,
+    scope: str = "",
+    leaking: str = "leaking model(s)",
+    advice: str = "see the messages above",
+) -> dict[str, LeakageStatus]:
+    """Check every model against the evaluated source keys; log leaks and unknowns, refuse leaks unless ``allow``.
+
+    ``scope`` qualifies the "cannot be checked" warning (e.g. " on the suite"); ``leaking`` and ``advice`` word the
+    refusal. Returns each model's status by name.
+    """
+    log = logger or logging.getLogger(__name__)
+    statuses = {m.name: check_leakage(m, evaluated_keys, allow) for m in models}
+    leaks = [name for name, s in statuses.items() if s.status == "leak"]
+    for name in leaks:
+        log.error(leakage_message(name, statuses[name], n_rows))
+    for name, status in statuses.items():
+        if status.status == "unknown":
+            log.warning("%s: no record of its training data; leakage%s cannot be checked", name, scope)
+    if leaks and not allow:
+        raise LeakageError(
+            f"refusing to evaluate {len(leaks)} {leaking} ({', '.join(leaks)}); {advice}, or pass --allow-leakage"
+        )
+    return statuses

@@ -25,10 +25,10 @@ from tqdm.auto import tqdm
 
 from gnt.data.entry import Entry
 from gnt.evaluation.cache import CachedBackend, GenerationCache
-from gnt.evaluation.config import EvalConfig
+from gnt.evaluation.config import EvalConfig, system_role_for
 from gnt.evaluation.discovery import ModelUnderTest, discover_models
 from gnt.evaluation.generation_records import RECORD_FORMAT, generation_record
-from gnt.evaluation.leakage import LeakageError, LeakageStatus, check_leakage, leakage_message
+from gnt.evaluation.leakage import LeakageStatus, guard_leakage
 from gnt.evaluation.metrics import compute_metrics
 from gnt.evaluation.results import (
     GENERATIONS,
@@ -62,12 +62,6 @@ def _default_factory(config: EvalConfig, base_model: str, adapter_paths: Sequenc
     from gnt.generation.factory import make_backend
 
     return make_backend(config, base_model, adapter_paths)
-
-
-def _system_role(config: EvalConfig, backend: GenerationBackend) -> bool:
-    if config.system_role == "auto":
-        return backend.supports_system_role()
-    return config.system_role == "yes"
 
 
 class _ModelEvaluation:
@@ -138,23 +132,6 @@ def _run_record_summary(model: ModelUnderTest) -> dict:
     return record
 
 
-def _check_leakage(config: EvalConfig, models: list[ModelUnderTest], entries: list[Entry]) -> dict[str, LeakageStatus]:
-    evaluated = {e.source_key for e in entries}
-    statuses = {m.name: check_leakage(m, evaluated, config.allow_leakage) for m in models}
-    leaks = [name for name, s in statuses.items() if s.status == "leak"]
-    for name in leaks:
-        log.error(leakage_message(name, statuses[name], len(entries)))
-    for name, status in statuses.items():
-        if status.status == "unknown":
-            log.warning("%s: no record of its training data; leakage cannot be checked", name)
-    if leaks and not config.allow_leakage:
-        raise LeakageError(
-            f"refusing to evaluate {len(leaks)} leaking model(s) ({', '.join(leaks)}); see the messages above, "
-            "or pass --allow-leakage"
-        )
-    return statuses
-
-
 def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = None) -> Path:
     """Evaluate every discovered model over the selected grid; return the output folder.
 
@@ -167,7 +144,9 @@ def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = No
     grid = PromptGrid(config.langs, config.prompts_dir, seed=config.grid_seed)
     entries, rows_info = load_rows(config, models, grid)
     cells = config.cells()
-    statuses = _check_leakage(config, models, entries)
+    statuses = guard_leakage(
+        models, {e.source_key for e in entries}, len(entries), allow=config.allow_leakage, logger=log
+    )
     log.info("sweep: %d model(s) × %d cell(s) × %d row(s) → %s", len(models), len(cells), len(entries), out)
 
     cache = GenerationCache(cache_path(out))
@@ -180,7 +159,7 @@ def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = No
     for base_model, group in by_base.items():
         backend = CachedBackend(factory(config, base_model, [m.adapter.path for m in group if m.adapter]), cache)
         try:
-            system_role = _system_role(config, backend)
+            system_role = system_role_for(config, backend)
             for model in group:
                 metrics, entry = _evaluate_model(
                     config, model, backend, evaluation, system_role, statuses[model.name], rows_info, grid, cells

@@ -133,29 +133,27 @@ def resolve_model_path(name: str) -> str:
 
 def make_backend(recipe: JudgeRecipe):
     """The generation backend the recipe names (imported lazily: vLLM and httpx are optional)."""
+    from gnt.generation.factory import build_backend
+
     if recipe.backend == "http":
-        from gnt.generation.http_backend import HTTPBackend
-
-        model = recipe.served_model or recipe.judge_model or "judge"
-        return HTTPBackend(
-            recipe.base_url or "",
-            model,
-            api_key_env=recipe.api_key_env,
-            concurrency=recipe.concurrency,
-            timeout_s=recipe.timeout_s,
-            max_retries=recipe.http_max_retries,
-        )
-    model = resolve_model_path(recipe.judge_model or "")
-    if recipe.backend == "vllm":
-        from gnt.generation.vllm_backend import VLLMBackend
-
-        return VLLMBackend(
-            model,
-            tensor_parallel_size=recipe.tensor_parallel_size,
-            max_model_len=recipe.max_model_len,
-            gpu_memory_utilization=recipe.gpu_memory_utilization,
-            seed=recipe.seed,
-        )
-    from gnt.generation.transformers_backend import TransformersBackend
-
-    return TransformersBackend(model, dtype=recipe.dtype, device=recipe.device, batch_size=recipe.batch_size)
+        model = recipe.judge_model or "judge"
+    else:
+        model = resolve_model_path(recipe.judge_model or "")
+    return build_backend(
+        recipe.backend,
+        model,
+        # the vLLM judge has always run in bfloat16 whatever ``dtype`` says ("auto" means bfloat16 there)
+        dtype="auto" if recipe.backend == "vllm" else recipe.dtype,
+        device=recipe.device,
+        batch_size=recipe.batch_size,
+        tensor_parallel_size=recipe.tensor_parallel_size,
+        max_model_len=recipe.max_model_len,
+        gpu_memory_utilization=recipe.gpu_memory_utilization,
+        seed=recipe.seed,
+        base_url=recipe.base_url,
+        served_model=recipe.served_model,
+        api_key_env=recipe.api_key_env,
+        concurrency=recipe.concurrency,
+        timeout_s=recipe.timeout_s,
+        max_retries=recipe.http_max_retries,
+    )

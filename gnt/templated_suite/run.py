@@ -43,9 +43,9 @@ from tqdm.auto import tqdm
 from gnt.data.entry import LANGUAGE_NAMES, source_key
 from gnt.data.templated import generate_pairs, read_suite, suite_records
 from gnt.evaluation.cache import CachedBackend, GenerationCache
-from gnt.evaluation.config import EvalConfig
+from gnt.evaluation.config import EvalConfig, system_role_for
 from gnt.evaluation.discovery import ModelUnderTest, discover_models
-from gnt.evaluation.leakage import LeakageError, LeakageStatus, check_leakage, leakage_message
+from gnt.evaluation.leakage import LeakageStatus, guard_leakage
 from gnt.evaluation.results import cache_path, model_dir
 from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationBackend, GenerationRequest
 from gnt.io import read_json, sha256_text, write_json, write_jsonl, write_text_atomic
@@ -317,29 +317,6 @@ def _default_factory(config: EvalConfig, base_model: str, adapter_paths: Sequenc
     return make_backend(config, base_model, adapter_paths)
 
 
-def _system_role(evaluation: EvalConfig, backend: GenerationBackend) -> bool:
-    if evaluation.system_role == "auto":
-        return backend.supports_system_role()
-    return evaluation.system_role == "yes"
-
-
-def _check_leakage(evaluation: EvalConfig, models: list[ModelUnderTest], records: list[dict]) -> dict[str, LeakageStatus]:
-    keys = {source_key(r["source"]) for r in records}
-    statuses = {m.name: check_leakage(m, keys, evaluation.allow_leakage) for m in models}
-    leaks = [name for name, s in statuses.items() if s.status == "leak"]
-    for name in leaks:
-        log.error(leakage_message(name, statuses[name], len(records)))
-    for name, status in statuses.items():
-        if status.status == "unknown":
-            log.warning("%s: no record of its training data; leakage on the suite cannot be checked", name)
-    if leaks and not evaluation.allow_leakage:
-        raise LeakageError(
-            f"refusing to evaluate {len(leaks)} model(s) trained on suite sources ({', '.join(leaks)}); use the "
-            "data build's eval/templated_suite.jsonl, or pass --allow-leakage"
-        )
-    return statuses
-
-
 def run_suite(
     config: SuiteConfig, evaluation: EvalConfig, *, backend_factory: BackendFactory | None = None
 ) -> Path:
@@ -348,7 +325,16 @@ def run_suite(
     out = Path(evaluation.out_dir)
     models = discover_models(evaluation.runs, evaluation.adapters, evaluation.model, evaluation.include_base)
     records, suite_info = load_suite(config, evaluation, models)
-    statuses = _check_leakage(evaluation, models, records)
+    statuses = guard_leakage(
+        models,
+        {source_key(r["source"]) for r in records},
+        len(records),
+        allow=evaluation.allow_leakage,
+        logger=log,
+        scope=" on the suite",
+        leaking="model(s) trained on suite sources",
+        advice="use the data build's eval/templated_suite.jsonl",
+    )
     extra: list[ExtraForm] = load_extra_forms(config.extra_forms) if config.extra_forms else []
     runner = SuiteRunner(config, evaluation, records, Classifier(extra))
     log.info("templated suite: %d model(s) × %d style(s) × %d item(s) → %s", len(models), len(config.styles), len(records), out)
@@ -361,7 +347,7 @@ def run_suite(
     for base_model, group in by_base.items():
         backend = CachedBackend(factory(evaluation, base_model, [m.adapter.path for m in group if m.adapter]), cache)
         try:
-            system_role = _system_role(evaluation, backend)
+            system_role = system_role_for(evaluation, backend)
             for model in group:
                 _evaluate_model(config, evaluation, runner, model, backend, system_role, statuses[model.name], suite_info)
         finally:
