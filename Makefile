@@ -25,8 +25,9 @@ $(COMET_STAMP): comet-requirements.txt scripts/comet_env.sh
 
 comet-env: $(COMET_STAMP)
 
-# MODEL=smollm (SmolLM2-135M-Instruct, real translations, ~10 min) or MODEL=tiny (every code path, ~3 min)
-MODEL ?= smollm
+# MODEL=tiny (the offline tiny Qwen2: the whole chain in ~3 min) or MODEL=smollm (SmolLM2-135M-Instruct, a real
+# instruct model: training shows real loss curves, but the CPU sweep is slow, ~30 min)
+MODEL ?= tiny
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py --model $(MODEL)
 

@@ -2,8 +2,8 @@
 """The demo chain, run as the same commands a user types: data → SFT → DPO → grid sweep → judge → templated suite
 → attribution → report (+ eval metrics logged into the training runs' offline W&B runs).
 
-    python scripts/demo.py                   # SmolLM2-135M-Instruct (real small model, offline) — a few minutes
-    python scripts/demo.py --model tiny      # the tiny random Qwen2: every code path in about a minute
+    python scripts/demo.py                   # the tiny offline Qwen2: every code path in about 3 minutes
+    python scripts/demo.py --model smollm    # SmolLM2-135M-Instruct (real small model, offline): ~30 minutes
     python scripts/demo.py --out outputs/my-demo --steps data,sft
 
 Each step prints its command; a failing step stops the chain with its exit status. Rerunning resumes: training
@@ -45,7 +45,7 @@ def run(command: list[str], title: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=sorted(MODELS), default="smollm")
+    parser.add_argument("--model", choices=sorted(MODELS), default="tiny")
     parser.add_argument("--out", default=None, help="demo root (default outputs/demo-<model>)")
     parser.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated subset of {','.join(STEPS)}")
     args = parser.parse_args(argv)
