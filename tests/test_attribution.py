@@ -342,13 +342,13 @@ def test_top_ties_break_by_position() -> None:
 # ------------------------------------------------------------------------------------------------------------------
 
 
-def _lxt_or_skip():
+def _lxt_or_fail():
     from gnt.attribution.attnlrp import AttnLRPUnavailable, load_lxt_patches
 
     try:
         return load_lxt_patches()
-    except AttnLRPUnavailable as exc:  # the documented clear failure is tested separately
-        pytest.skip(str(exc))
+    except AttnLRPUnavailable as exc:  # scripts/install.sh installs lxt 2.1: its absence is a broken install
+        pytest.fail(f"AttnLRP unavailable although the project installs lxt: {exc}")
 
 
 def test_attnlrp_conserves_relevance_through_mlp_and_norm_rules(tiny_model_dir: Path, tokenizer, short_grid: PromptGrid) -> None:
@@ -357,7 +357,7 @@ def test_attnlrp_conserves_relevance_through_mlp_and_norm_rules(tiny_model_dir: 
     is not (RMSNorm's variance and SiLU are non-linear), which shows the rules are active."""
     from gnt.attribution.attnlrp import attnlrp_patched
 
-    _lxt_or_skip()
+    _lxt_or_fail()
     model = _load(tiny_model_dir, torch.float64, attn="eager")
     with torch.no_grad():
         for layer in model.model.layers:
@@ -376,7 +376,7 @@ def test_attnlrp_conserves_relevance_through_mlp_and_norm_rules(tiny_model_dir: 
 def test_attnlrp_attention_rule_divides_query_key_value_gradients() -> None:
     from transformers.models.qwen2 import modeling_qwen2
 
-    patches = _lxt_or_skip()
+    patches = _lxt_or_fail()
     wrapped = patches.wrap_attention_forward(modeling_qwen2.eager_attention_forward)
 
     class Stub(torch.nn.Module):
@@ -397,7 +397,7 @@ def test_attnlrp_runs_on_tiny_qwen2_and_restores_the_model(tiny_model_dir: Path,
 
     from gnt.attribution.attnlrp import attnlrp_patched
 
-    _lxt_or_skip()
+    _lxt_or_fail()
     model = _load(tiny_model_dir, attn="eager")
     originals = (modeling_qwen2.Qwen2MLP.forward, modeling_qwen2.Qwen2RMSNorm.forward, modeling_qwen2.eager_attention_forward)
     inp = build_input(tokenizer, short_grid.render("The voters are tired.", Cell("it", "G+S", 4)),
