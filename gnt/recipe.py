@@ -64,6 +64,8 @@ class RecipeSchema:
     """Old or alternative names accepted and renamed (``torch_dtype`` → ``dtype``)."""
     elsewhere: dict[str, str] = field(default_factory=dict)
     """Keys that are invalid here but valid in another kind of recipe, with a hint (``beta`` → use train/dpo.py)."""
+    description: str = ""
+    """What the valid keys are, appended to unknown-key errors; by default the owning classes' names."""
 
     @classmethod
     def from_dataclasses(cls, classes: Sequence[type], **kwargs: Any) -> RecipeSchema:
@@ -82,6 +84,7 @@ class RecipeSchema:
                     f.name, klass.__name__, hints.get(f.name, Any), default,
                     tuple(choices) if choices else None, str(f.metadata.get("help", "")),
                 )
+        kwargs.setdefault("description", f"Recipe keys are the fields of {', '.join(k.__name__ for k in classes)}.")
         return cls(keys, **kwargs)
 
     def closest(self, key: str, n: int = 5) -> list[str]:
@@ -104,7 +107,8 @@ class RecipeSchema:
         suggestions = self.closest(key)
         if suggestions:
             message += f" Closest valid keys: {', '.join(suggestions)}."
-        message += " (Recipe keys are TRL SFTConfig/DPOConfig and ModelConfig fields plus the project keys.)"
+        if self.description:
+            message += f" ({self.description})"
         raise RecipeError(message)
 
     def coerce(self, key: str, value: Any, where: str) -> Any:

@@ -113,7 +113,10 @@ def _stage_classes(stage: str) -> tuple[type, type, type]:
 @functools.cache
 def stage_schema(stage: str) -> RecipeSchema:
     """All keys a recipe of ``stage`` may use; keys of the other stage get a hint instead of only suggestions."""
-    schema = RecipeSchema.from_dataclasses(_stage_classes(stage), aliases=dict(ALIASES))
+    schema = RecipeSchema.from_dataclasses(
+        _stage_classes(stage), aliases=dict(ALIASES),
+        description="Recipe keys are TRL SFTConfig/DPOConfig and ModelConfig fields plus the project keys.",
+    )
     other = "dpo" if stage == "sft" else "sft"
     other_keys = RecipeSchema.from_dataclasses(_stage_classes(other)).keys
     script = f"train/{other}.py"
