@@ -100,6 +100,21 @@ def test_a_second_invocation_generates_nothing(sweep, eval_tiny_run: Path) -> No
         assert metrics == metrics_before[name]
 
 
+def test_a_cached_rerun_keeps_what_the_judge_filled_in(sweep, eval_tiny_run: Path) -> None:
+    from gnt.io import write_json
+
+    out, _ = sweep
+    path = out / "sft" / "checkpoint-2" / "metrics.json"
+    filled = {**read_json(path), "judge": {"judge": "lexical", "n_judged": 16}}
+    write_json(path, filled)
+    run_sweep(config_for(out, [eval_tiny_run]))
+    assert read_json(path) == filled, "an unchanged model's metrics (and the judge's fields) are kept"
+    changed = config_for(out, [eval_tiny_run], [("bootstrap_samples", "100")])
+    run_sweep(changed)
+    assert "judge" not in read_json(path), "other bootstrap settings recompute the metrics from the generations"
+    run_sweep(config_for(out, [eval_tiny_run]))  # leave the shared sweep as the other tests expect it
+
+
 def test_metrics_are_recomputed_from_generations_with_judgments(sweep, tmp_path: Path) -> None:
     out, _ = sweep
     folder = shutil.copytree(out / "sft" / "checkpoint-1", tmp_path / "model")

@@ -15,6 +15,7 @@ chunk and one cell of prompts are held in memory at a time (a full-grid model is
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -41,7 +42,7 @@ from gnt.evaluation.results import (
 )
 from gnt.evaluation.rows import load_rows
 from gnt.generation.base import Constraint, DecodingParams, GenerationBackend, GenerationRequest
-from gnt.io import write_json, write_jsonl
+from gnt.io import read_json, write_json, write_jsonl
 from gnt.output_format import output_regex
 from gnt.prompts.grid import Cell, GridPrompt, PromptGrid
 from gnt.records import environment_record
@@ -151,6 +152,7 @@ def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = No
 
     cache = GenerationCache(cache_path(out))
     evaluation = _ModelEvaluation(config, grid, entries, cells)
+    environment = environment_record()  # once per sweep: package metadata and a git call are not free
     factory = backend_factory or _default_factory
     summary_entries, table = [], []
     by_base: dict[str, list[ModelUnderTest]] = {}
@@ -162,7 +164,8 @@ def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = No
             system_role = system_role_for(config, backend)
             for model in group:
                 metrics, entry = _evaluate_model(
-                    config, model, backend, evaluation, system_role, statuses[model.name], rows_info, grid, cells
+                    config, model, backend, evaluation, system_role, statuses[model.name], rows_info, grid, cells,
+                    environment,
                 )
                 summary_entries.append(entry)
                 table.append((model.name, metrics))
@@ -177,6 +180,27 @@ def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = No
     return out
 
 
+def _kept_metrics(folder: Path, records: list[dict], config: EvalConfig, leakage: LeakageStatus) -> dict | None:
+    """The stored metrics of a model whose generations, bootstrap settings and leakage status are unchanged.
+
+    A cached rerun then neither repeats the bootstrap nor overwrites what later steps filled into metrics.json
+    (GNT accuracy and coherence from the judge, xCOMET scores); any difference recomputes from scratch.
+    """
+    try:
+        stored = (folder / GENERATIONS).read_text(encoding="utf-8")
+        metrics = read_json(folder / METRICS)
+        recipe = read_json(folder / RECORD)["eval_recipe"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    fresh = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    settings = ("bootstrap_samples", "bootstrap_seed", "alpha")
+    if stored != fresh or any(recipe.get(k) != getattr(config, k) for k in settings):
+        return None
+    if metrics.get("leakage") != json.loads(json.dumps(leakage.to_json())):
+        return None
+    return metrics
+
+
 def _evaluate_model(
     config: EvalConfig,
     model: ModelUnderTest,
@@ -187,6 +211,7 @@ def _evaluate_model(
     rows_info: dict,
     grid: PromptGrid,
     cells: list[Cell],
+    environment: dict,
 ) -> tuple[dict, dict]:
     started = time.perf_counter()
     hits, misses, failures = backend.hits, backend.misses, backend.failures
@@ -202,11 +227,17 @@ def _evaluate_model(
         "%s: %d generations (%d from cache, %d generated, %d failed) in %.1fs",
         model.name, counts["requests"], counts["cache_hits"], counts["generated"], counts["failed"], seconds,
     )
-    metrics = compute_metrics(
-        records, n_boot=config.bootstrap_samples, seed=config.bootstrap_seed, alpha=config.alpha
-    )
-    metrics.update(model=model.name, global_step=model.global_step, leakage=leakage.to_json())
     folder = model_dir(config.out_dir, model.name)
+    metrics = _kept_metrics(folder, records, config, leakage)
+    if metrics is None:
+        metrics = compute_metrics(
+            records, n_boot=config.bootstrap_samples, seed=config.bootstrap_seed, alpha=config.alpha
+        )
+        metrics.update(model=model.name, global_step=model.global_step, leakage=leakage.to_json())
+        write_jsonl(folder / GENERATIONS, records)
+        write_json(folder / METRICS, metrics)
+    else:
+        log.info("%s: generations unchanged; metrics kept (with any judge/xCOMET results filled in)", model.name)
     record = {
         "format": "gnt-align/eval-record/1",
         "generation_format": RECORD_FORMAT,
@@ -230,10 +261,8 @@ def _evaluate_model(
         "eval_recipe": config.to_json(),
         "counts": counts,
         "seconds": round(seconds, 3),
-        "environment": environment_record(),
+        "environment": environment,
     }
-    write_jsonl(folder / GENERATIONS, records)
-    write_json(folder / METRICS, metrics)
     write_json(folder / RECORD, record)  # last: a folder with a record is complete
     entry = {
         "name": model.name,
