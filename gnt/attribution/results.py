@@ -17,7 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gnt.io import read_json, read_jsonl
+from gnt.io import (
+    first,
+    read_json,
+    read_jsonl,
+)
 
 GENERATIONS = "generations.jsonl"
 JUDGMENTS = "judgments.jsonl"
@@ -27,16 +31,6 @@ RECORD = "record.json"
 class ResultError(ValueError):
     """The evaluation result cannot be used as given; the message says which file and field."""
 
-
-def first(record: dict, *names: str, default: Any = None) -> Any:
-    """The first present, non-None field among ``names`` (one level of dotted paths: ``adapter.path``)."""
-    for name in names:
-        value: Any = record
-        for piece in name.split("."):
-            value = value.get(piece) if isinstance(value, dict) else None
-        if value is not None:
-            return value
-    return default
 
 
 @dataclass(frozen=True)

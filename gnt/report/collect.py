@@ -28,7 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gnt.io import read_json
+from gnt.io import (
+    first,
+    read_json,
+)
 
 GENERATIONS = "generations.jsonl"
 JUDGMENTS = "judgments.jsonl"
@@ -42,16 +45,6 @@ _CI_PAIRS = (("lo", "hi"), ("low", "high"), ("ci_low", "ci_high"), ("ci_lo", "ci
 #: Keys of a metrics block that describe the block itself, not a metric.
 _BLOCK_META = {"cell", "lang", "language", "config", "shots", "name", "scope", "model", "set_names"}
 
-
-def first(record: Any, *names: str, default: Any = None) -> Any:
-    """The first present, non-None field among ``names``; dotted names reach into nested dicts (``adapter.path``)."""
-    for name in names:
-        value: Any = record
-        for piece in name.split("."):
-            value = value.get(piece) if isinstance(value, dict) else None
-        if value is not None:
-            return value
-    return default
 
 
 def _num(value: Any) -> float | None:
