@@ -100,7 +100,11 @@ def clean_spans(spans) -> list[dict]:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write via a temporary sibling and rename, so a reader never sees a prefix."""
+    """Write via a temporary sibling and rename, so a reader never sees a prefix.
+
+    Same as ``gnt.io.write_text_atomic``; repeated here because this script runs inside the xCOMET environment,
+    where the gnt package (and its transformers 5 stack) is not installed.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
