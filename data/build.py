@@ -20,6 +20,7 @@ from gnt.data.entry import LANGUAGES  # noqa: E402
 from gnt.data.errors import DataError, DataErrors  # noqa: E402
 from gnt.data.training_rows import DPO_KINDS  # noqa: E402
 from gnt.paths import SAMPLE_DIR  # noqa: E402
+from gnt.prompts.grid import CONFIGS, SHOT_COUNTS  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> BuildConfig:
@@ -32,6 +33,10 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
     parser.add_argument("--dev-fraction", type=float, default=0.1)
     parser.add_argument("--templated-pairs", type=int, default=400, help="templated pairs to generate (0: none)")
     parser.add_argument("--dpo-kinds", default=",".join(DPO_KINDS))
+    parser.add_argument("--train-configs", default=",".join(CONFIGS),
+                        help="prompt configurations training prompts are drawn from (default: all)")
+    parser.add_argument("--train-shots", default=",".join(map(str, SHOT_COUNTS)),
+                        help="shot counts training prompts are drawn from (default: all)")
     parser.add_argument("--prompts", default=None, help="directory with common.yaml and {lang}.yaml prompt texts")
     parser.add_argument("--judge-exemplars", default=None, help="directory of {lang}.jsonl judge exemplars to exclude")
     parser.add_argument("--no-progress", action="store_true")
@@ -45,10 +50,19 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
         dev_fraction=args.dev_fraction, templated_pairs=args.templated_pairs,
         dpo_kinds=tuple(k.strip() for k in args.dpo_kinds.split(",") if k.strip()),
         prompts_dir=args.prompts, progress=not args.no_progress,
+        train_configs=tuple(c.strip() for c in args.train_configs.split(",") if c.strip()),
+        train_shots=tuple(_shot(parser, s) for s in args.train_shots.split(",") if s.strip()),
     )
     if args.judge_exemplars:
         config.judge_exemplars_dir = args.judge_exemplars
     return config
+
+
+def _shot(parser: argparse.ArgumentParser, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        parser.error(f"--train-shots: {text.strip()!r} is not a shot count ({', '.join(map(str, SHOT_COUNTS))})")
 
 
 def main(argv: list[str] | None = None) -> int:

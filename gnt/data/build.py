@@ -4,7 +4,10 @@ Output directory layout (written atomically: a failed build leaves nothing behin
 
     sft/train.jsonl  sft/dev.jsonl          TRL conversational prompt–completion rows
     dpo/train.jsonl  dpo/dev.jsonl          TRL conversational preference rows with a ``kind``
+    dpo/test.jsonl                          preference pairs of the held-out entries (preference accuracy)
     eval/mgente_test.jsonl                  held-out mGeNTE entries (the evaluator's rows)
+    eval/mgente_dev.jsonl                   dev mGeNTE entries (for choosing settings, never the test rows)
+    eval/templated_{test,dev}.jsonl         held-out templated entries, scorable in the grid's format
     eval/templated_suite.jsonl              held-out templated pairs (the sensitivity suite)
     manifest.json                           counts, seeds, input hashes, ids and source keys per split
 """
@@ -21,12 +24,13 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from gnt.data.entry import LANGUAGES, source_key
+from gnt.data.errors import DataError
 from gnt.data.mgente import load_mgente
 from gnt.data.splits import SPLITS, Split, check_no_leak, split_entries
 from gnt.data.training_rows import DPO_KINDS, dpo_rows, sft_rows
 from gnt.io import atomic_directory, sha256_file, write_json
 from gnt.paths import JUDGE_DIR, SAMPLE_DIR
-from gnt.prompts.grid import PromptGrid
+from gnt.prompts.grid import CONFIGS, SHOT_COUNTS, PromptGrid
 from gnt.records import environment_record
 
 MANIFEST = "manifest.json"
@@ -44,6 +48,10 @@ class BuildConfig:
     dev_fraction: float = 0.1
     templated_pairs: int = 400
     dpo_kinds: tuple[str, ...] = DPO_KINDS
+    train_configs: tuple[str, ...] = CONFIGS
+    """Prompt configurations training prompts are drawn from (default: all four)."""
+    train_shots: tuple[int, ...] = SHOT_COUNTS
+    """Shot counts training prompts are drawn from (default: 0, 2 and 4)."""
     prompts_dir: str | None = None
     judge_exemplars_dir: str | None = str(JUDGE_DIR / "exemplars")
     progress: bool = True
@@ -102,20 +110,26 @@ def build_dataset(config: BuildConfig) -> dict:
         pairs = generate_pairs(langs, max_pairs=config.templated_pairs, seed=config.seed)
         templated = split_entries(pairs_to_entries(pairs), config.seed, config.test_fraction, config.dev_fraction)
 
+    _check_train_cells(config)
+    cells = {"configs": config.train_configs, "shots": config.train_shots}
     rows: dict[str, dict[str, list[dict]]] = {"sft": {}, "dpo": {}}
-    for side in ("train", "dev"):
-        rows["sft"][side], rows["dpo"][side] = [], []
+    for side in ("train", "dev", "test"):
         side_entries = split.side(side) + templated.side(side)
-        for entry in tqdm(side_entries, desc=f"rows ({side})", unit="entry", disable=not config.progress):
-            rows["sft"][side].extend(sft_rows([entry], grid, config.seed))
-            rows["dpo"][side].extend(dpo_rows([entry], grid, config.seed, config.dpo_kinds))
+        if side != "test":  # SFT rows of the test side would only be a temptation
+            rows["sft"][side] = list(sft_rows(side_entries, grid, config.seed, **cells))
+        rows["dpo"][side] = list(
+            dpo_rows(tqdm(side_entries, desc=f"rows ({side})", unit="entry", disable=not config.progress),
+                     grid, config.seed, config.dpo_kinds, **cells)
+        )
 
     manifest = _manifest(config, split, templated, rows, started)
     with atomic_directory(config.out_dir) as tmp:
         for kind in ("sft", "dpo"):
             for side, side_rows in rows[kind].items():
                 _write_lines(tmp / kind / f"{side}.jsonl", side_rows)
-        _write_lines(tmp / "eval" / "mgente_test.jsonl", [e.to_record() for e in split.test])
+        for side in ("test", "dev"):
+            _write_lines(tmp / "eval" / f"mgente_{side}.jsonl", [e.to_record() for e in split.side(side)])
+            _write_lines(tmp / "eval" / f"templated_{side}.jsonl", [e.to_record() for e in templated.side(side)])
         if pairs:
             from gnt.data.templated import write_suite
 
@@ -123,6 +137,17 @@ def build_dataset(config: BuildConfig) -> dict:
             write_suite([p for p in pairs if p.pair_id in held_out], tmp / "eval" / "templated_suite.jsonl")
         write_json(tmp / MANIFEST, manifest)
     return manifest
+
+
+def _check_train_cells(config: BuildConfig) -> None:
+    """Unknown or empty training cells are input errors, reported before anything is built."""
+    bad = [c for c in config.train_configs if c not in CONFIGS]
+    bad += [str(s) for s in config.train_shots if s not in SHOT_COUNTS]
+    if bad or not config.train_configs or not config.train_shots:
+        raise DataError(
+            f"training cells: unknown or empty {', '.join(map(repr, bad)) or 'selection'}; configurations are "
+            f"{', '.join(CONFIGS)} and shot counts {', '.join(map(str, SHOT_COUNTS))}"
+        )
 
 
 def _write_lines(path: Path, records: list[dict]) -> None:

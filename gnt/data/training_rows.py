@@ -8,7 +8,7 @@ system turn; :func:`gnt.prompts.grid.fit_messages` adapts them to templates with
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from gnt.data.entry import Entry
 from gnt.output_format import format_output
@@ -17,10 +17,17 @@ from gnt.prompts.grid import CONFIGS, SHOT_COUNTS, Cell, PromptGrid
 DPO_KINDS = ("setn_neutral_vs_gendered", "label_coherence", "setg_gendered_vs_neutral", "templated_ambiguous")
 
 
-def cell_for(entry: Entry, seed: int) -> Cell:
-    """The grid cell an entry's training prompt is rendered in (seeded, uniform over configurations and shots)."""
+def cell_for(
+    entry: Entry, seed: int, configs: Sequence[str] = CONFIGS, shots: Sequence[int] = SHOT_COUNTS
+) -> Cell:
+    """The grid cell an entry's training prompt is rendered in (seeded, uniform over ``configs`` × ``shots``).
+
+    The default is the whole grid. A smaller set (e.g. the zero-shot cells without guidelines) trains on the short
+    prompts only: on a CPU a 4-shot prompt with guidelines is five times longer than a zero-shot one, and the
+    training cost follows the prompt length.
+    """
     rng = random.Random(f"gnt-cell|{seed}|{entry.lang}|{entry.id}")
-    return Cell(entry.lang, rng.choice(CONFIGS), rng.choice(SHOT_COUNTS))
+    return Cell(entry.lang, rng.choice(tuple(configs)), rng.choice(tuple(shots)))
 
 
 def _assistant(lang: str, label: str, text: str) -> list[dict[str, str]]:
@@ -38,10 +45,16 @@ def _meta(entry: Entry, cell: Cell) -> dict:
     }
 
 
-def sft_rows(entries: Iterable[Entry], grid: PromptGrid, seed: int = 0) -> Iterator[dict]:
+def sft_rows(
+    entries: Iterable[Entry],
+    grid: PromptGrid,
+    seed: int = 0,
+    configs: Sequence[str] = CONFIGS,
+    shots: Sequence[int] = SHOT_COUNTS,
+) -> Iterator[dict]:
     """One row per (entry, valid target): Set-G → GENDERED + Ref-G; Set-N → NEUTRAL + each Ref-N alternative."""
     for entry in entries:
-        cell = cell_for(entry, seed)
+        cell = cell_for(entry, seed, configs, shots)
         prompt = grid.render(entry.source, cell).as_messages()
         targets = [("GENDERED", entry.ref_g)] if entry.set == "Set-G" else [("NEUTRAL", ref) for ref in entry.ref_n]
         for number, (label, reference) in enumerate(targets):
@@ -53,7 +66,14 @@ def sft_rows(entries: Iterable[Entry], grid: PromptGrid, seed: int = 0) -> Itera
             }
 
 
-def dpo_rows(entries: Iterable[Entry], grid: PromptGrid, seed: int = 0, kinds: Iterable[str] = DPO_KINDS) -> Iterator[dict]:
+def dpo_rows(
+    entries: Iterable[Entry],
+    grid: PromptGrid,
+    seed: int = 0,
+    kinds: Iterable[str] = DPO_KINDS,
+    configs: Sequence[str] = CONFIGS,
+    shots: Sequence[int] = SHOT_COUNTS,
+) -> Iterator[dict]:
     """Preference pairs of the requested kinds (see :data:`DPO_KINDS`), all sharing the entry's training prompt.
 
     - ``setn_neutral_vs_gendered``: Set-N, NEUTRAL + Ref-N over GENDERED + Ref-G;
@@ -67,7 +87,7 @@ def dpo_rows(entries: Iterable[Entry], grid: PromptGrid, seed: int = 0, kinds: I
     if unknown:
         raise ValueError(f"unknown DPO kind(s) {sorted(unknown)}; valid: {', '.join(DPO_KINDS)}")
     for entry in entries:
-        cell = cell_for(entry, seed)
+        cell = cell_for(entry, seed, configs, shots)
         prompt = grid.render(entry.source, cell).as_messages()
         lang, neutral, gendered = entry.lang, entry.ref_n[0], entry.ref_g
         pairs: list[tuple[str, tuple[str, str], tuple[str, str]]] = []

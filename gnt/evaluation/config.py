@@ -33,6 +33,15 @@ class EvalConfig:
     include_base: bool = True
     mgente: str | None = field(default=None, metadata={"help": "rows: mGeNTE path or hub id (base-only sweeps)"})
     rows_per_lang: int | None = field(default=None, metadata={"help": "evaluate only the first N rows per language"})
+    split: Literal["test", "dev"] = field(
+        default="test", metadata={"help": "held-out side of the runs' data build: test (report) or dev (tuning)"}
+    )
+    templated_rows: bool = field(
+        default=False, metadata={"help": "also score the build's held-out templated entries in the grid format"}
+    )
+    preference: bool = field(
+        default=False, metadata={"help": "preference accuracy on the build's held-out DPO pairs (transformers)"}
+    )
     out_dir: str = "outputs/eval"
     allow_leakage: bool = False
     # the grid (SPEC §3)

@@ -56,6 +56,7 @@ def headline(metrics: dict) -> dict:
         "label_accuracy_set_n": overall["label_accuracy"]["Set-N"]["value"],
         "label_macro_f1": overall["label_macro_f1"]["value"],
         "label_macro_f1_ci": overall["label_macro_f1"]["ci"],
+        "preference_accuracy": ((metrics.get("preference_accuracy") or {}).get("all") or {}).get("value"),
     }
 
 

@@ -22,6 +22,11 @@ from gnt.recipe import RecipeError
 TEST_ROWS = Path("eval") / "mgente_test.jsonl"
 
 
+def split_rows(split: str, origin: str = "mgente") -> Path:
+    """A data build's held-out entries of one side (``test``/``dev``) and origin (``mgente``/``templated``)."""
+    return Path("eval") / f"{origin}_{split}.jsonl"
+
+
 def _resolve_data_dir(model: ModelUnderTest) -> Path:
     raw = Path(model.data_dir)  # type: ignore[arg-type]
     candidates = [raw] if raw.is_absolute() else [raw, Path(model.run_dir or ".") / raw, Path(model.run_dir or ".").parent / raw]
@@ -69,9 +74,20 @@ def load_rows(config: EvalConfig, models: list[ModelUnderTest], grid: PromptGrid
                 f"the runs were trained on different data builds ({', '.join(data_dirs)}); evaluate them in separate "
                 "sweeps, or give --mgente to score all on the same rows"
             )
-        path = Path(data_dirs[0]) / TEST_ROWS
-        entries = [e for e in (Entry.from_record(r) for r in read_jsonl(path)) if e.lang in langs]
-        info = {"source": str(path), "sha256": sha256_file(path)}
+        data_dir = Path(data_dirs[0])
+        origins = ("mgente", "templated") if config.templated_rows else ("mgente",)
+        entries, files = [], {}
+        for origin in origins:
+            path = data_dir / split_rows(config.split, origin)
+            if not path.is_file():
+                raise RecipeError(
+                    f"{path} is missing: the data build predates split={config.split}"
+                    f"{' and templated_rows' if origin == 'templated' else ''}; rebuild it with data/build.py"
+                )
+            entries += [e for e in (Entry.from_record(r) for r in read_jsonl(path)) if e.lang in langs]
+            files[str(path)] = sha256_file(path)
+        info = {"source": str(data_dir / split_rows(config.split)), "sha256": files[str(data_dir / split_rows(config.split))],
+                "data_dir": str(data_dir), "split": config.split, "files": files}
     entries = limit_per_lang(entries, config.rows_per_lang)
     if not entries:
         raise RecipeError(f"no rows for languages {', '.join(config.langs)} in {info['source']}")

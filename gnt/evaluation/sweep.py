@@ -31,6 +31,14 @@ from gnt.evaluation.discovery import ModelUnderTest, discover_models
 from gnt.evaluation.generation_records import RECORD_FORMAT, generation_record
 from gnt.evaluation.leakage import LeakageStatus, guard_leakage
 from gnt.evaluation.metrics import compute_metrics
+from gnt.evaluation.preference import (
+    PREFERENCE,
+    SCORE_CACHE,
+    ScoreCache,
+    load_pairs,
+    preference_metrics,
+    preference_records,
+)
 from gnt.evaluation.results import (
     GENERATIONS,
     METRICS,
@@ -74,6 +82,8 @@ class _ModelEvaluation:
         self.entries = entries
         self.cells = cells
         self.params = DecodingParams(max_new_tokens=config.max_new_tokens)
+        self.pairs: list[dict] = []  # held-out preference pairs (``preference: true``)
+        self.score_cache: ScoreCache | None = None
 
     def requests_for(self, model: ModelUnderTest, cell: Cell, system_role: bool):
         constraint = Constraint("regex", output_regex(cell.lang)) if self.config.constrained else None
@@ -152,6 +162,8 @@ def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = No
 
     cache = GenerationCache(cache_path(out))
     evaluation = _ModelEvaluation(config, grid, entries, cells)
+    evaluation.pairs = _preference_pairs(config, rows_info)
+    evaluation.score_cache = ScoreCache(out / SCORE_CACHE)
     environment = environment_record()  # once per sweep: package metadata and a git call are not free
     factory = backend_factory or _default_factory
     summary_entries, table = [], []
@@ -178,6 +190,41 @@ def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = No
 
         print_metrics_table(table)
     return out
+
+
+def _preference_pairs(config: EvalConfig, rows_info: dict) -> list[dict]:
+    """The held-out preference pairs to score (``preference: true``), from the runs' data build."""
+    if not config.preference:
+        return []
+    if "data_dir" not in rows_info:
+        log.warning("preference: needs the runs' data build (held-out DPO pairs); not computed for --mgente rows")
+        return []
+    pairs = load_pairs(rows_info["data_dir"], config.split, config.langs)
+    if not pairs:
+        log.warning("preference: %s has no dpo/%s.jsonl pairs for %s; rebuild it with data/build.py",
+                    rows_info["data_dir"], config.split, ",".join(config.langs))
+    return pairs
+
+
+def _preference(config: EvalConfig, model: ModelUnderTest, backend: CachedBackend, evaluation, folder: Path) -> dict | None:
+    """Score the held-out pairs under this model (cached) and return the ``preference_accuracy`` block."""
+    from gnt.generation.scoring import ScoringUnsupported
+
+    try:
+        records, counts = preference_records(
+            evaluation.pairs, model.adapter, backend, evaluation.score_cache, batch_size=config.batch_size
+        )
+    except ScoringUnsupported as exc:
+        log.warning("preference: %s", exc)
+        return None
+    log.info("%s: preference pairs %d (%d sides scored, %d from cache, %d errors)", model.name,
+             counts["pairs"], counts["scored"], counts["from_cache"], counts["errors"])
+    write_jsonl(folder / PREFERENCE, records)
+    block = preference_metrics(
+        records, n_boot=config.bootstrap_samples, seed=config.bootstrap_seed, alpha=config.alpha
+    )
+    block["split"] = config.split
+    return block
 
 
 def _kept_metrics(folder: Path, records: list[dict], config: EvalConfig, leakage: LeakageStatus) -> dict | None:
@@ -238,6 +285,11 @@ def _evaluate_model(
         write_json(folder / METRICS, metrics)
     else:
         log.info("%s: generations unchanged; metrics kept (with any judge/xCOMET results filled in)", model.name)
+    if evaluation.pairs:
+        block = _preference(config, model, backend, evaluation, folder)
+        if block is not None and metrics.get("preference_accuracy") != block:
+            metrics["preference_accuracy"] = block
+            write_json(folder / METRICS, metrics)
     record = {
         "format": "gnt-align/eval-record/1",
         "generation_format": RECORD_FORMAT,
