@@ -8,7 +8,10 @@ Extraction never raises: an output that does not follow the format yields an :cl
 - ``wrong_lang_tag``: a marker is there but the ``<xx>`` tag before it is missing or names another language;
 - ``no_translation``: no ``[`` after the label;
 - ``unterminated``: the ``[`` is never closed (typically a generation cut at the token limit);
-- ``empty_translation``: ``[]``.
+- ``empty_translation``: ``[]``;
+- ``placeholder``: the translation is the format's own placeholder word (``[translation]``): the model copied the
+  answer template of the instructions instead of translating. Small models do this for every input at zero
+  shots; counting it as a translation would report a model that never translates as error-free.
 
 The translation is the text inside the first bracket *pair*, matched by depth, so a translation that itself holds
 brackets (``[A6-0123/2009]``) is extracted whole instead of being cut at its first ``]``.
@@ -20,6 +23,8 @@ import re
 from dataclasses import dataclass
 
 LABELS = ("GENDERED", "NEUTRAL")
+PLACEHOLDER = "translation"
+"""The word the prompt's answer-format lines put in the brackets (``<it> **NEUTRAL** [translation]``)."""
 _LABEL = re.compile(r"\*\*\s*(GENDERED|NEUTRAL)\s*\*\*")
 _TAG_BEFORE = re.compile(r"<([a-z]{2})>\s*$")
 
@@ -87,6 +92,8 @@ def extract(text: str | None, lang: str) -> Extraction:
     translation = body.strip()
     if not translation:
         return Extraction(label, None, "empty_translation")
+    if translation.strip(" .").lower() == PLACEHOLDER:
+        return Extraction(label, translation, "placeholder")
     if tag is None or tag.group(1) != lang:
         return Extraction(label, translation, "wrong_lang_tag")
     return Extraction(label, translation, None)

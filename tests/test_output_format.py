@@ -39,6 +39,8 @@ def test_only_first_bracket_pair_after_the_label() -> None:
         ("<it> **NEUTRAL** Sono stanco.", "no_translation", "NEUTRAL"),
         ("<it> **NEUTRAL** [Siamo pronti a lavor", "unterminated", "NEUTRAL"),
         ("<it> **GENDERED** []", "empty_translation", "GENDERED"),
+        ("<it> **GENDERED** [translation]", "placeholder", "GENDERED"),  # the answer template copied
+        ("<it> **NEUTRAL** [ Translation. ]", "placeholder", "NEUTRAL"),
         ("<es> **GENDERED** [Estoy cansado.]", "wrong_lang_tag", "GENDERED"),
         ("**GENDERED** [Sono stanco.]", "wrong_lang_tag", "GENDERED"),
     ],

@@ -90,7 +90,10 @@ def test_headline_numbers_match_metrics_files(built: tuple[Path, Path]) -> None:
                 assert hi == pytest.approx(stat["ci"][1] * 100, abs=0.051)
                 checked += 1
             errors = scope["extraction_errors"]
-            assert row["Extraction errors"] == f"{errors['n']} ({errors['rate']['value'] * 100:.1f}%)"
+            rate = errors["rate"]
+            assert row["Extraction errors"].startswith(
+                f"{errors['n']} ({rate['value'] * 100:.1f}%) [{rate['ci'][0] * 100:.1f}, {rate['ci'][1] * 100:.1f}]"
+            )
             assert row["xCOMET"] == "—"  # not run in this fixture
     assert checked == 4 * 3 * len(HEADLINE)
 
@@ -301,3 +304,17 @@ def test_cli_writes_report_elsewhere_with_xcomet_and_validation(tmp_path: Path,
     status = md_tables(text)["What was evaluated"]
     assert status[1]["xcomet"] == "✓"
     assert module.main([str(tmp_path / "nothing")]) == 2
+
+
+def test_fewer_extraction_errors_is_marked_better_and_more_is_marked_worse() -> None:
+    from gnt.report.significance import PairedResult
+    from gnt.report.tables import Cell
+
+    fewer = PairedResult(delta=-0.3, lo=-0.4, hi=-0.2, p_value=0.001, n_pairs=40)
+    more = PairedResult(delta=0.3, lo=0.2, hi=0.4, p_value=0.001, n_pairs=40)
+    assert fewer.marker(higher_is_better=False) == "▲" and more.marker(higher_is_better=False) == "▼"
+    assert more.marker() == "▲"  # accuracies: higher is better
+    cell = Cell(value=0.1, lo=0.05, hi=0.2, count=4, test=fewer, p_adjusted=0.004, kind="errors", higher_is_better=False)
+    assert cell.text() == "4 (10.0%) [5.0, 20.0] ▲ p=0.004"
+    worse = Cell(value=0.7, lo=0.6, hi=0.8, count=28, test=more, p_adjusted=0.004, kind="errors", higher_is_better=False)
+    assert worse.text().endswith("▼ p=0.004")

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gnt.evaluation.preference import PREFERENCE
 from gnt.io import (
     first,
     read_json,
@@ -157,6 +158,13 @@ def flatten_metrics(metrics: dict, model: str) -> list[MetricRow]:
     overall = first(metrics, "overall", "all", "total")
     if isinstance(overall, dict):
         rows.extend(flatten_block(overall, model, "overall", None, None))
+    preference = metrics.get("preference_accuracy")
+    if isinstance(preference, dict):  # its own block: pairs, not generations (gnt.evaluation.preference)
+        kinds = {f"kind:{kind}": block for kind, block in (preference.get("by_kind") or {}).items()}
+        rows.extend(flatten_block({"preference_accuracy": {"all": preference.get("all"), **kinds}},
+                                  model, "overall", None, None))
+        for lang, block in (preference.get("by_lang") or {}).items():
+            rows.extend(flatten_block({"preference_accuracy": {"all": block}}, model, "language", lang, None))
     return rows
 
 
@@ -176,6 +184,7 @@ class ModelResult:
     run_record: dict | None = None
     attribution_pngs: list[Path] = field(default_factory=list)
     attribution_tables: list[Path] = field(default_factory=list)
+    preference: list[dict] = field(default_factory=list)  # slim preference-pair rows (id, lang, kind, won)
     templated_metrics: dict | None = None
     templated_pngs: list[Path] = field(default_factory=list)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
@@ -434,6 +443,9 @@ def read_model(directory: Path, name: str) -> ModelResult:
         for r in _iter_jsonl(directory / XCOMET_ROWS)
     ]
     model.xcomet_summary = _xcomet_summary(directory)
+    model.preference = [
+        {k: r.get(k) for k in ("id", "lang", "kind", "won")} for r in _iter_jsonl(directory / PREFERENCE)
+    ]
     model.run_record = _run_record(model.record, directory)
     attribution = directory / "attribution"
     if attribution.is_dir():

@@ -26,6 +26,7 @@ from gnt.report.tables import (
     cell_table,
     headline_tables,
     judge_validity,
+    preference_columns,
     templated_rows,
 )
 
@@ -229,8 +230,10 @@ def _headline_section(results: Results, samples: int, data: dict) -> list[Block]
         "Each value is the metric over all evaluated cells of the language, from the evaluator's metrics.json, "
         "with its 95% bootstrap CI in brackets (percent; xCOMET on its 0–1 scale; extraction errors as count "
         "and rate). " + (
-            f"▲/▼ marks a significant change against `{base.name}` (paired bootstrap over the same rows and cells, "
-            "Holm-adjusted within the table, α = 0.05)." if base else
+            f"▲ marks a checkpoint significantly better than `{base.name}` (higher accuracy, fewer extraction "
+            "errors), ▼ significantly worse (paired bootstrap over the same rows and cells, Holm-adjusted within "
+            "the table, α = 0.05). Preference accuracy: the share of held-out preference pairs whose chosen answer "
+            "the model scores higher (mean log-probability per token) than the rejected one." if base else
             "No base model was evaluated, so no paired test against a base is possible."
         )
     ))
@@ -257,7 +260,30 @@ def _headline_section(results: Results, samples: int, data: dict) -> list[Block]
             })
         blocks.append(Heading(3, table.title, f"headline-{table.lang or 'all'}"))
         blocks.append(Table(header, rows, name=f"headline:{table.lang or 'all'}"))
+    blocks += _preference_kind_section(results, samples, data)
     return blocks
+
+
+def _preference_kind_section(results: Results, samples: int, data: dict) -> list[Block]:
+    """Preference accuracy per held-out pair kind (all languages), with the same paired tests as the headline."""
+    columns = preference_columns(results)
+    tables = [t for t in headline_tables(results, samples=samples, columns=columns) if t.lang is None] if columns else []
+    if not tables:
+        return []
+    table = tables[0]
+    rows = [[row.model, row.stage, "" if row.step is None else str(row.step),
+             *[row.cells[c.key].text() for c in columns]] for row in table.rows]
+    data["preference_kinds"] = [
+        {"model": row.model, **{c.title: row.cells[c.key].value for c in columns}} for row in table.rows
+    ]
+    return [
+        Heading(3, "Preference accuracy by pair kind", "preference-kinds"),
+        Para("Held-out pairs of each kind the data build writes: `setn_neutral_vs_gendered` (ambiguous source: "
+             "NEUTRAL + neutral reference over GENDERED + gendered reference), `label_coherence` (both labelled "
+             "NEUTRAL: neutral over gendered text), `setg_gendered_vs_neutral` (stated gender kept), "
+             "`templated_ambiguous` (templated ambiguous input: neutral over masculine default)."),
+        Table(["model", "stage", "step", *[c.title for c in columns]], rows, name="preference-kinds"),
+    ]
 
 
 def _figure_section(results: Results, figures: dict[str, Any]) -> list[Block]:

@@ -37,11 +37,15 @@ class PairedResult:
     p_value: float
     n_pairs: int
 
-    def marker(self, alpha: float = 0.05) -> str:
-        """``▲``/``▼`` when the change is significant at ``alpha``, else empty."""
-        if self.p_value >= alpha:
+    def marker(self, alpha: float = 0.05, higher_is_better: bool = True) -> str:
+        """``▲`` (significantly better) / ``▼`` (significantly worse) at ``alpha``, else empty.
+
+        The arrow says better or worse, not up or down: for a rate where lower is better (extraction errors) a
+        significant drop is ``▲``.
+        """
+        if self.p_value >= alpha or self.delta == 0:
             return ""
-        return "▲" if self.delta > 0 else "▼"
+        return "▲" if (self.delta > 0) == higher_is_better else "▼"
 
 
 def _neutral(judgment: dict | None) -> bool | None:
@@ -86,6 +90,11 @@ def row_values(model: ModelResult, metric: RowMetric, lang: str | None) -> dict[
             value = (float(error), 1.0)
         if value is not None:
             out[pair_key] = value
+    if name == "preference_accuracy":  # pairs, not generations: one value per (row, pair kind)
+        kind = group[len("kind:"):] if group and group.startswith("kind:") else None
+        for pair in model.preference:
+            if (lang is None or pair["lang"] == lang) and (kind is None or pair["kind"] == kind):
+                out[f"{pair['lang']}|{pair['id']}|{pair['kind']}"] = (float(bool(pair["won"])), 1.0)
     return out
 
 

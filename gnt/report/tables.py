@@ -7,7 +7,8 @@ is computed by the report (:mod:`gnt.report.significance`), because it needs two
 
 Percent columns print ``value [lo, hi]`` in percent with one decimal; xCOMET prints three decimals on its own
 0–1 scale; extraction errors print the count and the rate. A significant change against the base (paired
-bootstrap, Holm-adjusted over the table's tests, α = 0.05) is marked ``▲``/``▼`` with its p-value.
+bootstrap, Holm-adjusted over the table's tests, α = 0.05) is marked with its p-value: ``▲`` when the
+checkpoint is significantly *better* (higher accuracy, fewer extraction errors), ``▼`` when it is worse.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Column:
     groups: tuple[str | None, ...]  # aliases of the group (set, label, …)
     kind: str = "percent"  # percent | score | errors
     test: tuple[str, str | None] | None = None  # (metric, group) for the paired test; None = not tested
+    higher_is_better: bool = True  # decides whether a significant change is marked ▲ (better) or ▼ (worse)
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -44,9 +46,21 @@ COLUMNS: tuple[Column, ...] = (
     ),
     Column(
         "errors", "Extraction errors", ("extraction_errors", "extraction_error_rate"), ("rate", None), "errors",
-        test=("extraction_errors", None),
+        test=("extraction_errors", None), higher_is_better=False,
     ),
+    Column("pref", "Preference acc.", ("preference_accuracy",), ("all",), test=("preference_accuracy", "all")),
 )
+
+
+def preference_columns(results: Results) -> tuple[Column, ...]:
+    """One column per held-out preference-pair kind found in the results (empty without preference scores)."""
+    kinds = sorted({r.group[len("kind:"):] for r in results.metrics
+                    if r.metric == "preference_accuracy" and r.group and r.group.startswith("kind:")})
+    return tuple(
+        Column(f"pref:{kind}", kind, ("preference_accuracy",), (f"kind:{kind}",),
+               test=("preference_accuracy", f"kind:{kind}"))
+        for kind in kinds
+    )
 
 
 @dataclass
@@ -60,6 +74,7 @@ class Cell:
     test: PairedResult | None = None
     p_adjusted: float | None = None
     kind: str = "percent"
+    higher_is_better: bool = True
 
     def text(self) -> str:
         """The cell as printed: ``81.2 [78.1, 84.3]`` (+ ``▲ p=0.003`` when significant against the base)."""
@@ -67,13 +82,16 @@ class Cell:
             return "—"
         if self.kind == "errors":
             count = "" if self.count is None else f"{int(self.count)} "
-            return f"{count}({self.value * 100:.1f}%)"
-        scale, digits = (100.0, 1) if self.kind == "percent" else (1.0, 3)
-        text = f"{self.value * scale:.{digits}f}"
-        if self.lo is not None and self.hi is not None:
-            text += f" [{self.lo * scale:.{digits}f}, {self.hi * scale:.{digits}f}]"
-        if self.test is not None and self.p_adjusted is not None and self.p_adjusted < 0.05:
-            arrow = "▲" if self.test.delta > 0 else "▼"
+            text = f"{count}({self.value * 100:.1f}%)"
+            if self.lo is not None and self.hi is not None:
+                text += f" [{self.lo * 100:.1f}, {self.hi * 100:.1f}]"
+        else:
+            scale, digits = (100.0, 1) if self.kind == "percent" else (1.0, 3)
+            text = f"{self.value * scale:.{digits}f}"
+            if self.lo is not None and self.hi is not None:
+                text += f" [{self.lo * scale:.{digits}f}, {self.hi * scale:.{digits}f}]"
+        if self.test is not None and self.p_adjusted is not None and self.p_adjusted < 0.05 and self.test.delta:
+            arrow = "▲" if (self.test.delta > 0) == self.higher_is_better else "▼"
             text += f" {arrow} p={self.p_adjusted:.3f}"
         return text
 
@@ -117,7 +135,7 @@ def lookup(results: Results, model: str, scope: str, lang: str | None, column: C
 def _cell(results: Results, model: ModelResult, scope: str, lang: str | None, column: Column,
           cell: str | None = None) -> Cell:
     row = lookup(results, model.name, scope, lang, column, cell)
-    out = Cell(kind=column.kind)
+    out = Cell(kind=column.kind, higher_is_better=column.higher_is_better)
     if row is not None:
         out.value, out.lo, out.hi = row.value, row.lo, row.hi
         if column.kind == "errors":
