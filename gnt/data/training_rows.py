@@ -14,7 +14,9 @@ from gnt.data.entry import Entry
 from gnt.output_format import format_output
 from gnt.prompts.grid import CONFIGS, SHOT_COUNTS, Cell, PromptGrid
 
-DPO_KINDS = ("setn_neutral_vs_gendered", "label_coherence", "setg_gendered_vs_neutral", "templated_ambiguous")
+DPO_KINDS = (
+    "setn_neutral_vs_gendered", "label_coherence", "setg_gendered_vs_neutral", "templated_ambiguous", "label_decision",
+)
 
 
 def cell_for(
@@ -80,7 +82,9 @@ def dpo_rows(
     - ``label_coherence``: Set-N, both labelled NEUTRAL, Ref-N over Ref-G — the paper's main failure (the model
       says NEUTRAL and still writes gendered text);
     - ``setg_gendered_vs_neutral``: Set-G, GENDERED + Ref-G over NEUTRAL + Ref-N (keeps gender where it is stated);
-    - ``templated_ambiguous``: templated ambiguous inputs, NEUTRAL + neutral target over GENDERED + masculine default.
+    - ``templated_ambiguous``: templated ambiguous inputs, NEUTRAL + neutral target over GENDERED + masculine default;
+    - ``label_decision``: every entry, the correct label over the wrong one with the *same* (correct) translation,
+      so the label is the only difference: the recognition decision alone, without the translation's confound.
     """
     kinds = set(kinds)
     unknown = kinds - set(DPO_KINDS)
@@ -99,8 +103,12 @@ def dpo_rows(
             pairs.append(("label_coherence", ("NEUTRAL", neutral), ("NEUTRAL", gendered)))
         else:
             pairs.append(("setg_gendered_vs_neutral", ("GENDERED", gendered), ("NEUTRAL", neutral)))
+        if entry.set == "Set-N":
+            pairs.append(("label_decision", ("NEUTRAL", neutral), ("GENDERED", neutral)))
+        else:
+            pairs.append(("label_decision", ("GENDERED", gendered), ("NEUTRAL", gendered)))
         for kind, chosen, rejected in pairs:
-            if kind not in kinds or chosen[1] == rejected[1]:
+            if kind not in kinds or chosen == rejected:
                 continue
             yield {
                 "prompt": prompt,

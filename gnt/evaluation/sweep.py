@@ -156,7 +156,7 @@ def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = No
     entries, rows_info = load_rows(config, models, grid)
     cells = config.cells()
     statuses = guard_leakage(
-        models, {e.source_key for e in entries}, len(entries), allow=config.allow_leakage, logger=log
+        models, _guarded_keys(config, entries, rows_info), len(entries), allow=config.allow_leakage, logger=log
     )
     log.info("sweep: %d model(s) × %d cell(s) × %d row(s) → %s", len(models), len(cells), len(entries), out)
 
@@ -190,6 +190,20 @@ def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = No
 
         print_metrics_table(table)
     return out
+
+
+def _guarded_keys(config: EvalConfig, entries: list[Entry], rows_info: dict) -> set[str]:
+    """Source keys the leakage guard checks against the checkpoints' training sources.
+
+    Run records list train *and* dev keys as seen (dev rows give the validation loss). Scoring the dev side
+    (``split: dev``, for choosing settings) is then expected overlap: the build's own dev keys are left out of the
+    check, and the build guarantees they are disjoint from its training keys.
+    """
+    keys = {e.source_key for e in entries}
+    if config.split == "dev" and "data_dir" in rows_info:
+        manifest = read_json(Path(rows_info["data_dir"]) / "manifest.json")
+        keys -= set(manifest.get("source_keys", {}).get("dev", []))
+    return keys
 
 
 def _preference_pairs(config: EvalConfig, rows_info: dict) -> list[dict]:
