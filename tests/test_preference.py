@@ -144,3 +144,11 @@ def test_a_build_without_pairs_warns_instead_of_failing(eval_tiny_run: Path, tmp
         run_sweep(load_eval_config(RECIPES_DIR / "eval-tiny.yaml", GRID, runs=[str(run)], out_dir=str(out)))
     assert "no dpo/test.jsonl pairs" in caplog.text
     assert read_json(out / "base" / "metrics.json").get("preference_accuracy") is None
+
+
+def test_a_pair_budget_keeps_the_first_pairs_of_each_language_and_kind(eval_data_dir: Path) -> None:
+    everything = load_pairs(eval_data_dir, "test", ["it", "es"])
+    two = load_pairs(eval_data_dir, "test", ["it", "es"], per_kind=2)
+    groups = {(p["lang"], p["kind"]) for p in everything}
+    assert len(two) == sum(min(2, sum((p["lang"], p["kind"]) == g for p in everything)) for g in groups)
+    assert [p for p in everything if p in two] == two  # file order, first ones

@@ -42,6 +42,9 @@ class EvalConfig:
     preference: bool = field(
         default=False, metadata={"help": "preference accuracy on the build's held-out DPO pairs (transformers)"}
     )
+    preference_pairs_per_kind: int | None = field(
+        default=None, metadata={"help": "score at most N held-out pairs per language and pair kind (null: all)"}
+    )
     out_dir: str = "outputs/eval"
     allow_leakage: bool = False
     # the grid (SPEC §3)
@@ -97,6 +100,8 @@ class EvalConfig:
             raise RecipeError("backend http needs base_url (e.g. http://localhost:8000/v1)")
         if self.chunk_size < 1 or self.batch_size < 1:
             raise RecipeError("chunk_size and batch_size must be positive")
+        if self.preference_pairs_per_kind is not None and self.preference_pairs_per_kind < 1:
+            raise RecipeError("preference_pairs_per_kind must be positive (or null for all pairs)")
         if self.rows_per_lang is not None and self.rows_per_lang < 1:
             raise RecipeError("rows_per_lang must be positive (or null for all rows)")
         if not 0 < self.alpha < 1:

@@ -37,13 +37,25 @@ def pairs_path(data_dir: str | Path, split: str) -> Path:
     return Path(data_dir) / "dpo" / f"{split}.jsonl"
 
 
-def load_pairs(data_dir: str | Path, split: str, langs: Sequence[str]) -> list[dict]:
-    """The held-out preference pairs of a data build (selected languages), or [] when the build has none."""
+def load_pairs(
+    data_dir: str | Path, split: str, langs: Sequence[str], per_kind: int | None = None
+) -> list[dict]:
+    """The held-out preference pairs of a data build (selected languages), or [] when the build has none.
+
+    ``per_kind`` keeps the first N pairs (file order) of each language and kind: a fixed, reproducible subset.
+    """
     path = pairs_path(data_dir, split)
     if not path.is_file():
         return []
     wanted = set(langs)
-    return [p for p in read_jsonl(path) if p.get("lang") in wanted]
+    taken: dict[tuple, int] = defaultdict(int)
+    pairs = []
+    for pair in read_jsonl(path):
+        group = (pair.get("lang"), pair.get("kind"))
+        if group[0] in wanted and (per_kind is None or taken[group] < per_kind):
+            taken[group] += 1
+            pairs.append(pair)
+    return pairs
 
 
 def _text(turns: Sequence[Mapping]) -> str:

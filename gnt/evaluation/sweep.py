@@ -213,7 +213,7 @@ def _preference_pairs(config: EvalConfig, rows_info: dict) -> list[dict]:
     if "data_dir" not in rows_info:
         log.warning("preference: needs the runs' data build (held-out DPO pairs); not computed for --mgente rows")
         return []
-    pairs = load_pairs(rows_info["data_dir"], config.split, config.langs)
+    pairs = load_pairs(rows_info["data_dir"], config.split, config.langs, config.preference_pairs_per_kind)
     if not pairs:
         log.warning("preference: %s has no dpo/%s.jsonl pairs for %s; rebuild it with data/build.py",
                     rows_info["data_dir"], config.split, ",".join(config.langs))
