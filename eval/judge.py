@@ -13,6 +13,7 @@
 
     # check prompt and exemplar files (e.g. the papers' official ones) before using them
     python eval/judge.py check exemplars_dir=path/to/exemplars prompts_dir=path/to/prompts
+    python eval/judge.py check judge_resources=fbk-NEUTR-evAL/src/fbk_neutreval/resources   # the published layout
 
 Settings are recipe keys (gnt/judge/config.py), from a YAML recipe and/or key=value overrides. Exit status 2 on
 a usage or input problem, with the reason; judge failures never stop a run (they are counted).
@@ -102,6 +103,10 @@ def cmd_validate(recipe) -> int:
         else:
             entries = load_rows(recipe.data or SAMPLE_DIR, recipe.langs)
             exclude = exemplar_source_keys(recipe.langs, recipe.exemplars_dir)
+            if recipe.judge_resources:
+                from gnt.judge.resources import resource_source_keys
+
+                exclude |= resource_source_keys(recipe.judge_resources, recipe.langs)
             if recipe.judge == "lexical":
                 classifiers = {"LEXICAL": _lexical_classifier(entries)}
                 info = LexicalJudge.describe()
@@ -139,10 +144,17 @@ def _lexical_classifier(entries):
 
 def cmd_check(recipe) -> int:
     from gnt.judge.prompts import check_prompt_files
+    from gnt.judge.resources import check_resources
     from gnt.judge.schema import parse_formats
 
     formats = parse_formats(recipe.formats or "all")
-    errors, warnings = check_prompt_files(recipe.langs, formats, recipe.prompts_dir, recipe.exemplars_dir)
+    if recipe.judge_resources:
+        found = check_resources(recipe.judge_resources, recipe.langs, formats)
+        errors, warnings = found.errors, found.warnings
+        print(f"{recipe.judge_resources}: {sum(len(s) for s in found.shots.values())} usable shot(s) in "
+              f"{len(found.prompts)} (language, format) prompt(s)")
+    else:
+        errors, warnings = check_prompt_files(recipe.langs, formats, recipe.prompts_dir, recipe.exemplars_dir)
     for warning in warnings:
         print(f"warning: {warning}")
     for error in errors:

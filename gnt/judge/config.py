@@ -55,6 +55,9 @@ class JudgeRecipe:
     n_exemplars: int | None = None
     prompts_dir: str | None = None
     exemplars_dir: str | None = None
+    judge_resources: str | None = field(
+        default=None, metadata={"help": "a folder in the fbk-NEUTR-evAL layout (prompts/, shots/): replaces prompts_dir/exemplars_dir"}
+    )
     cache: str | None = field(default=None, metadata={"help": "judge cache file (default <results>/cache/judgments.jsonl)"})
     # what to judge
     models: list[str] = field(default_factory=list, metadata={"help": "judge only these model folders"})
@@ -82,6 +85,7 @@ class JudgeRecipe:
             n_exemplars=self.n_exemplars,
             prompts_dir=self.prompts_dir,
             exemplars_dir=self.exemplars_dir,
+            judge_resources=self.judge_resources,
         )
 
     def validate(self) -> JudgeRecipe:
