@@ -8,8 +8,10 @@
 
     # validate a judge: on mGeNTE references with known labels (accuracy per set x reference x format) ...
     python eval/judge.py validate recipes/judge-tiny.yaml data=data/sample formats=all
-    # ... or on a hand-labelled TSV (source, translation, gold[, lang]): accuracy, macro-F1, confusion, kappa
+    # ... or on a gold file of the field (our layout, src/tgt/label columns, GENDEROUS; or a folder of them):
+    # class counts, per-class precision/recall and macro-F1 with bootstrap CIs, kappa, per language
     python eval/judge.py validate recipes/judge-tiny.yaml tsv=my_gold.tsv lang=it
+    python eval/judge.py validate judge=lexical tsv=data/judge/gold/lexical_gold.tsv   # offline, abstains if unsure
 
     # check prompt and exemplar files (e.g. the papers' official ones) before using them
     python eval/judge.py check exemplars_dir=path/to/exemplars prompts_dir=path/to/prompts
@@ -91,10 +93,12 @@ def cmd_validate(recipe) -> int:
     backend = None
     try:
         if recipe.tsv:
-            if recipe.judge == "lexical":
-                raise RecipeError("the lexical judge needs annotated gendered words, which a gold TSV does not have")
             reports = []
-            for fmt in formats:
+            if recipe.judge == "lexical":  # learned gendered words; it abstains where it knows none
+                report = validate_tsv(recipe.tsv, _lexical_text_classifier(), "MONO-L", recipe.lang, _lexical_info())
+                reports.append(report)
+                print(gold_summary(report))
+            for fmt in formats if recipe.judge == "llm" else []:
                 judge, backend = _llm_judge(recipe, fmt.name, recipe.cache, backend)
                 report = validate_tsv(recipe.tsv, llm_classifier(judge), fmt, recipe.lang, judge.describe())
                 reports.append(report)
@@ -128,6 +132,26 @@ def cmd_validate(recipe) -> int:
             backend.close()
     print(f"wrote {out}")
     return 0
+
+
+def _lexical_info():
+    from gnt.judge.lexical import LexicalJudge
+    from gnt.judge.lexicon import default_lexicon
+
+    info = LexicalJudge.describe()
+    info["learned"] = {lang: default_lexicon(lang).describe() for lang in ("it", "es", "de", "el")}
+    return info
+
+
+def _lexical_text_classifier():
+    from gnt.judge.lexical import LexicalJudge
+
+    lexical = LexicalJudge()
+
+    def classify(items):
+        return [lexical.judge_text(i.translation, i.lang).label for i in items]
+
+    return classify
 
 
 def _lexical_classifier(entries):
