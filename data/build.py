@@ -32,7 +32,10 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
     parser.add_argument("--dev-fraction", type=float, default=0.1)
     parser.add_argument("--templated-pairs", type=int, default=400, help="templated pairs to generate (0: none)")
     parser.add_argument("--dpo-kinds", default=",".join(DPO_KINDS))
-    parser.add_argument("--prompts", default=None, help="directory with common.yaml and {lang}.yaml prompt texts")
+    parser.add_argument(
+        "--prompts", default=None,
+        help="prompt texts: a directory with common.yaml and {lang}.yaml, or the mGeNTE release's prompt_en-{lang}.yaml files",
+    )
     parser.add_argument("--judge-exemplars", default=None, help="directory of {lang}.jsonl judge exemplars to exclude")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
