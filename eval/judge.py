@@ -12,6 +12,7 @@
     # class counts, per-class precision/recall and macro-F1 with bootstrap CIs, kappa, per language
     python eval/judge.py validate recipes/judge-tiny.yaml tsv=my_gold.tsv lang=it
     python eval/judge.py validate judge=lexical tsv=data/judge/gold/lexical_gold.tsv   # offline, abstains if unsure
+    python eval/judge.py validate judge=recorded tsv=GENDEROUS/annotations   # the judge labels stored in the file
 
     # check prompt and exemplar files (e.g. the papers' official ones) before using them
     python eval/judge.py check exemplars_dir=path/to/exemplars prompts_dir=path/to/prompts
@@ -54,6 +55,8 @@ def cmd_judge(results: str, recipe) -> int:
     from gnt.judge.apply import CACHE, judge_results, load_rows, recorded_rows
     from gnt.judge.lexical import LexicalJudge
 
+    if recipe.judge == "recorded":
+        raise RecipeError("judge=recorded only validates the labels a gold file stores: use validate ... tsv=GOLD")
     entries = load_rows(recipe.data, recipe.langs) if recipe.data else recorded_rows(results, recipe.langs)
     validation = read_json(recipe.validation) if recipe.validation else None
     lexical = LexicalJudge() if (recipe.judge == "lexical" or recipe.lexical_check) else None
@@ -82,6 +85,7 @@ def cmd_validate(recipe) -> int:
     from gnt.judge.validation import (
         gold_summary,
         llm_classifier,
+        recorded_classifier,
         reference_table,
         validate_references,
         validate_tsv,
@@ -95,7 +99,14 @@ def cmd_validate(recipe) -> int:
         if recipe.tsv:
             reports = []
             if recipe.judge == "lexical":  # learned gendered words; it abstains where it knows none
-                report = validate_tsv(recipe.tsv, _lexical_text_classifier(), "MONO-L", recipe.lang, _lexical_info())
+                classify, info = _lexical_text_classifier(recipe.data)
+                report = validate_tsv(recipe.tsv, classify, "MONO-L", recipe.lang, info)
+                reports.append(report)
+                print(gold_summary(report))
+            if recipe.judge == "recorded":  # the judge labels a release stores beside its human labels
+                classify, n_recorded = recorded_classifier(recipe.tsv, recipe.lang)
+                info = {"kind": "recorded", "judge_model": "recorded in the gold file", "rows_with_labels": n_recorded}
+                report = validate_tsv(recipe.tsv, classify, "CROSS-L", recipe.lang, info)
                 reports.append(report)
                 print(gold_summary(report))
             for fmt in formats if recipe.judge == "llm" else []:
@@ -105,6 +116,8 @@ def cmd_validate(recipe) -> int:
                 print(gold_summary(report))
             write_json(out, reports[0] if len(reports) == 1 else {"kind": "gold_tsv_set", "reports": reports})
         else:
+            if recipe.judge == "recorded":
+                raise RecipeError("judge=recorded needs tsv=GOLD (a gold file that stores a judge's labels)")
             entries = load_rows(recipe.data or SAMPLE_DIR, recipe.langs)
             exclude = exemplar_source_keys(recipe.langs, recipe.exemplars_dir)
             if recipe.judge_resources:
@@ -134,24 +147,28 @@ def cmd_validate(recipe) -> int:
     return 0
 
 
-def _lexical_info():
+def _lexical_text_classifier(data=None):
+    """The lexical judge on unannotated text, its words learned from the training split of ``data`` (an mGeNTE
+    path; default the bundled sample), and what it learned."""
+    from gnt.data.entry import LANGUAGES
+    from gnt.data.splits import split_entries
+    from gnt.judge.apply import load_rows
     from gnt.judge.lexical import LexicalJudge
-    from gnt.judge.lexicon import default_lexicon
-
-    info = LexicalJudge.describe()
-    info["learned"] = {lang: default_lexicon(lang).describe() for lang in ("it", "es", "de", "el")}
-    return info
-
-
-def _lexical_text_classifier():
-    from gnt.judge.lexical import LexicalJudge
+    from gnt.judge.lexicon import build_lexicon
 
     lexical = LexicalJudge()
+    if data:
+        train = split_entries(load_rows(data, LANGUAGES)).train
+        for lang in LANGUAGES:
+            lexical.learn(build_lexicon(lang, train))
+    info = LexicalJudge.describe()
+    info["learned_from"] = f"{data or 'the bundled sample'} (training split), data/templates/lexicons"
+    info["learned"] = {lang: lexical.learned(lang).describe() for lang in LANGUAGES}
 
     def classify(items):
         return [lexical.judge_text(i.translation, i.lang).label for i in items]
 
-    return classify
+    return classify, info
 
 
 def _lexical_classifier(entries):

@@ -92,3 +92,19 @@ def test_validate_command_on_the_bundled_gold_in_our_layout(tmp_path):
     assert report["labels"]["class_counts"] == {G: 20, N: 12}
     assert report["judge_info"]["learned"]["it"]["gendered_forms"] > 100
     assert "6 abstained (18.8%)" in run.stdout
+
+
+def test_validate_command_scores_the_judge_labels_recorded_in_the_file(tmp_path):
+    out = tmp_path / "r.json"
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "eval" / "judge.py"), "validate", "judge=recorded", f"tsv={GOLD / 'genderous_layout.tsv'}",
+         f"out={out}"],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(out.read_text())
+    # the recorded GPT labels agree with the human ones except on the first Greek row (N for a gendered translation)
+    assert report["format"] == "CROSS-L" and report["n"] == 9 and report["errors"] == 0
+    assert report["labels"]["confusion"][WG] == {CG: 0, WG: 7, N: 1}
+    assert report["labels"]["per_label"][N]["precision"] == pytest.approx(0.5)
+    assert "NEUTRAL" in run.stdout.split("macro-F1")[0]  # per-class lines come before macro-F1

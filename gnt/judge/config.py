@@ -25,7 +25,10 @@ from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
 class JudgeRecipe:
     """Everything a judge run depends on; saved resolved beside its outputs."""
 
-    judge: Literal["llm", "lexical"] = field(default="llm", metadata={"help": "llm (default) or lexical (offline)"})
+    judge: Literal["llm", "lexical", "recorded"] = field(
+        default="llm",
+        metadata={"help": "llm (default), lexical (offline), or recorded (validate: judge labels stored in the gold file)"},
+    )
     format: str = field(default=DEFAULT_FORMAT, metadata={"help": f"one of {', '.join(FORMAT_NAMES)}"})
     formats: list[str] = field(default_factory=list, metadata={"help": "validate: formats to compare (or 'all')"})
     # judge model and backend

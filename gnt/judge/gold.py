@@ -10,7 +10,8 @@ Two layouts are read:
 * **GENDEROUS** (Hackenbuchner et al. 2025): one row per English source, per language a translation column
   ``{XX}_{system}`` followed by the human label ``{XX}_annotation`` (or ``{XX}_{system}_vN`` and ``{XX}_ann_vN``
   for its several-variant files); the source is the ``sentences`` or ``adj5_sentences`` column. Languages
-  outside ours (NL) are skipped and counted.
+  outside ours (NL) are skipped and counted. The LLM judge labels the release records beside the human ones
+  (``{XX}_GPT_annotation``, GPT-4o) are kept on :attr:`GoldRow.recorded`, so that judge can be validated too.
 
 Label sets and the mapping applied (recorded in :attr:`GoldSet.mapping`):
 
@@ -63,6 +64,9 @@ class GoldRow:
     translation: str
     gold: str  # normalised: one of CROSS_LABELS or GENDERED/NEUTRAL
     raw: str = ""  # the label as the file wrote it
+    #: labels of a judge recorded in the file beside the human ones (GENDEROUS: GPT-4o's), mapped like the gold;
+    #: ``None`` where the recorded value is not a label
+    recorded: str | None = None
 
 
 @dataclass
@@ -186,6 +190,7 @@ def _read_genderous(path: Path) -> GoldSet:
     header, rows = read_table(path, ())
     source_col = _first(header, GENDEROUS_SOURCE_COLUMNS)
     pairs: list[tuple[str, str, str]] = []  # (lang, translation column, gold column)
+    recorded_columns: dict[str, str | None] = {}  # gold column -> the column of the judge labels recorded beside it
     skipped: Counter = Counter()
     for i, column in enumerate(header):
         match = _GENDEROUS_GOLD.match(column)
@@ -203,6 +208,7 @@ def _read_genderous(path: Path) -> GoldSet:
             skipped[f"language {code} (not one of {', '.join(LANGUAGES)})"] += sum(1 for _, r in rows if r[column].strip())
             continue
         pairs.append((lang, candidates[0], column))
+        recorded_columns[column] = f"{code}_GPT_annotation" if f"{code}_GPT_annotation" in header else None
     out: list[GoldRow] = []
     errors: list[DataError] = []
     for line, row in rows:
@@ -218,7 +224,10 @@ def _read_genderous(path: Path) -> GoldSet:
             if not row[tcol].strip():
                 errors.append(DataError("empty translation", path, line, tcol))
                 continue
-            out.append(GoldRow(line, lang, source, row[tcol].strip(), _mgf_to_label(raw.upper(), None, True), raw))
+            judge_col = recorded_columns.get(gcol)
+            judged = row[judge_col].strip().upper() if judge_col else ""
+            recorded = _mgf_to_label(judged, None, True) if judged in ("M", "F", "N") else None
+            out.append(GoldRow(line, lang, source, row[tcol].strip(), _mgf_to_label(raw.upper(), None, True), raw, recorded))
     if errors:
         raise DataErrors(errors)
     if not out:

@@ -102,6 +102,12 @@ class LexicalJudge:
         self._lexicons: dict[str, Mapping[str, tuple[str, str]]] = dict(lexicons or {})
         self._learned: dict[str, Any] = {}
 
+    def learned(self, lang: str) -> Any:
+        """The lexicon :meth:`judge_text` uses for ``lang``: one given to :meth:`learn`, else the default one."""
+        from gnt.judge.lexicon import default_lexicon
+
+        return self._learned.get(lang) or default_lexicon(lang)
+
     def learn(self, lexicon: Any) -> None:
         """Use ``lexicon`` (a :class:`~gnt.judge.lexicon.GenderLexicon`) for :meth:`judge_text` in its language."""
         self._learned[lexicon.lang] = lexicon
@@ -136,9 +142,7 @@ class LexicalJudge:
         GENDERED (with the genders of the words found) when a known gendered form occurs; NEUTRAL when none does
         but a known neutral rewrite does; otherwise ABSTAIN.
         """
-        from gnt.judge.lexicon import default_lexicon
-
-        lexicon = self._learned.get(lang) or default_lexicon(lang)
+        lexicon = self.learned(lang)
         text, neutral_found = _fold(translation), False
         for phrase in lexicon.neutral:  # "una persona ambiziosa" holds the F form "ambiziosa": mask it first
             text, hits = _pattern(phrase).subn(" ", text)

@@ -10,10 +10,11 @@ per language, a lexicon of word forms that mark a person's social gender, with t
 * the mGeNTE annotations of Ref-G (``G-WORDS`` / ``REF-G_ann``) of the rows given, by default the training side of
   the bundled sample (never its held-out rows, which the judge is scored on): on a Set-G row each annotated word
   marks the row's gender; on a Set-N row it is a generic masculine (gendered, gender taken as M);
-* the other-gender form of each annotated word of a Set-G row, derived with the suffix alternations the adjective lexicon of the
-  same language shows (Italian ``-o``→``-a``, German ``""``→``-in``, Greek ``-ος``→``-η``...): the masculine and
-  feminine forms of the same lemma. A derived form is added only when the alternation occurs at least twice in
-  the lexicon, and never over a form that is already known with another gender.
+* the other-gender form of each annotated word of a Set-G row, derived with the suffix alternations that the
+  language's masculine/feminine pairs show: the adjective lexicon's M/F forms and the annotated words that are two
+  forms of one lemma (``Berichterstatter``/``Berichterstatterin``: German ``""``→``-in``; Italian ``-o``→``-a``;
+  Greek ``-ος``→``-η``...). An alternation is used only when it occurs at least twice, the longest matching suffix
+  wins, and a derived form never overrides one already known with another gender.
 
 Known blind spots (why the lexical judge abstains rather than guessing, see :mod:`gnt.judge.lexical`): words
 outside these resources, gender carried only by an article on an epicene noun (``la dietista``), inflections the
@@ -78,12 +79,30 @@ def other_form(word: str, gender: str, rules: list[tuple[str, str]]) -> str | No
     candidates = [
         (have, want)
         for have, want in (((m, f) if gender == "M" else (f, m)) for m, f in rules)
-        if have and w.endswith(have) and len(w) - len(have) >= MIN_STEM  # an empty suffix would also hit plurals
+        if w.endswith(have) and len(w) - len(have) >= MIN_STEM
     ]
     if not candidates:
         return None
-    have, want = max(candidates, key=lambda r: len(r[0]))  # max keeps the first (most frequent) of equal length
+    # the longest matching suffix wins ("cansado": o→a, not ""→a); max keeps the most frequent of equal length
+    have, want = max(candidates, key=lambda r: len(r[0]))
     return w[: len(w) - len(have)] + want
+
+
+def annotated_pairs(words: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(masculine, feminine) pairs of annotated words that look like two forms of one lemma: a shared stem of at
+    least :data:`MIN_STEM` + 1 characters and endings of at most 4 characters (``Berichterstatter`` /
+    ``Berichterstatterin``, ``deputato`` / ``deputata``)."""
+    masculine = sorted({w.casefold() for w, g in words if g == "M" and " " not in w})
+    feminine = sorted({w.casefold() for w, g in words if g == "F" and " " not in w})
+    pairs = []
+    for m in masculine:
+        for f in feminine:
+            i = 0
+            while i < min(len(m), len(f)) and m[i] == f[i]:
+                i += 1
+            if i > MIN_STEM and len(m) - i <= 4 and len(f) - i <= 4 and m != f:
+                pairs.append((m, f))
+    return pairs
 
 
 def build_lexicon(lang: str, entries: Iterable[Entry] = ()) -> GenderLexicon:
@@ -92,7 +111,7 @@ def build_lexicon(lang: str, entries: Iterable[Entry] = ()) -> GenderLexicon:
 
     lexicon = GenderLexicon(lang)
     adjectives = load_lexicon(lang)
-    rules = suffix_rules((a.m, a.f) for a in adjectives)
+    pairs = [(a.m, a.f) for a in adjectives]
     for a in adjectives:
         if a.m.casefold() != a.f.casefold():
             lexicon.add(a.m, "M", "adjective_lexicon")
@@ -110,6 +129,8 @@ def build_lexicon(lang: str, entries: Iterable[Entry] = ()) -> GenderLexicon:
             stated.extend((w, entry.gender) for w in entry.gendered_words)
     for word, gender in annotated:
         lexicon.add(word, gender, "mgente_annotations")
+    pairs.extend(annotated_pairs(annotated))
+    rules = suffix_rules(pairs)
     for word, gender in stated:
         other = other_form(word, gender, rules)
         if other:

@@ -400,6 +400,22 @@ def gold_summary(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def recorded_classifier(path: str | Path, default_lang: str | None = None) -> tuple[Classifier, int]:
+    """The judge labels recorded in the gold files themselves (GENDEROUS' GPT-4o column) as a classifier, and how
+    many rows have any: the figures of the paper's own LLM judge against the human labels."""
+    rows = [r for g in read_gold_files(path, default_lang) for r in g.rows]
+    recorded = sum(r.recorded is not None for r in rows)
+    if not recorded:
+        raise DataError("no judge labels recorded beside the gold labels (e.g. GENDEROUS' {XX}_GPT_annotation)", path)
+
+    def classify(items: Sequence[JudgeItem]) -> list[str | None]:
+        if [(i.lang, i.translation) for i in items] != [(r.lang, r.translation) for r in rows]:
+            raise ValueError("the recorded classifier only judges the rows of its own gold files, in their order")
+        return [r.recorded for r in rows]
+
+    return classify, recorded
+
+
 def llm_classifier(judge: Any) -> Classifier:
     """Adapt an :class:`~gnt.judge.llm_judge.LLMJudge` to a :data:`Classifier` (errors become None)."""
 
