@@ -88,3 +88,10 @@ def test_check_command_exit_status():
     assert broken.returncode == 2
     assert "4 error(s), 3 warning(s)" in broken.stdout
     assert "cross-p_l.tsv:2:out: out is not valid JSON" in broken.stdout
+
+
+def test_skip_bad_shots_leaves_out_the_defective_ones_and_says_so():
+    prompt = load_resource_prompt(DEFECTS, "it", "CROSS-L", skip_bad_shots=True)
+    assert [e.source for e in prompt.exemplars] == ["Mrs Rossi thanked the committee."]
+    left_out = [str(w) for w in prompt.warnings if "left out" in str(w)]
+    assert len(left_out) == 2 and "cross-l.tsv:3:out: shot left out (skip_bad_shots): label 'CORRECTLY NEUTRAL'" in left_out[0]

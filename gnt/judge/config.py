@@ -61,6 +61,9 @@ class JudgeRecipe:
     judge_resources: str | None = field(
         default=None, metadata={"help": "a folder in the fbk-NEUTR-evAL layout (prompts/, shots/): replaces prompts_dir/exemplars_dir"}
     )
+    skip_bad_shots: bool = field(
+        default=False, metadata={"help": "judge_resources: leave out shots with errors (listed as warnings) instead of stopping"}
+    )
     cache: str | None = field(default=None, metadata={"help": "judge cache file (default <results>/cache/judgments.jsonl)"})
     # what to judge
     models: list[str] = field(default_factory=list, metadata={"help": "judge only these model folders"})
@@ -89,6 +92,7 @@ class JudgeRecipe:
             prompts_dir=self.prompts_dir,
             exemplars_dir=self.exemplars_dir,
             judge_resources=self.judge_resources,
+            skip_bad_shots=self.skip_bad_shots,
         )
 
     def validate(self) -> JudgeRecipe:

@@ -77,6 +77,7 @@ class JudgeConfig:
     prompts_dir: str | None = None
     exemplars_dir: str | None = None
     judge_resources: str | None = None
+    skip_bad_shots: bool = False
 
     def temperature_at(self, attempt: int) -> float:
         return round(min(self.temperature + self.temperature_step * attempt, self.max_temperature), 4)
@@ -282,7 +283,7 @@ class LLMJudge:
                 from gnt.judge.resources import load_resource_prompt
 
                 self._prompts[lang] = load_resource_prompt(
-                    self.config.judge_resources, lang, self.fmt, self.config.n_exemplars
+                    self.config.judge_resources, lang, self.fmt, self.config.n_exemplars, self.config.skip_bad_shots
                 )
             else:
                 self._prompts[lang] = load_prompt(

@@ -260,14 +260,23 @@ def check_resources(
     return result
 
 
-def load_resource_prompt(root: str | Path, lang: str, fmt: str | JudgeFormat, n_exemplars: int | None = None) -> JudgePrompt:
-    """The judge prompt of one (language, format) from a resources folder; any error of those files is raised."""
+def load_resource_prompt(
+    root: str | Path, lang: str, fmt: str | JudgeFormat, n_exemplars: int | None = None, skip_bad_shots: bool = False
+) -> JudgePrompt:
+    """The judge prompt of one (language, format) from a resources folder.
+
+    Any error of those files is raised, unless ``skip_bad_shots``: then the defective shots are left out (each
+    kept as a warning saying so) and the prompt runs with the shots that remain. A missing or empty prompt file is
+    always an error.
+    """
     fmt = judge_format(fmt)
     check = check_resources(root, [lang], [fmt])
     if (lang, fmt.name) not in check.prompts and not check.errors:
         raise DataError(f"no {fmt.name} judge prompt for {lang} in this resources folder", prompt_path(root, lang, fmt))
-    if check.errors:
+    shot_errors = [e for e in check.errors if e.path == str(shots_path(root, lang, fmt)) and e.line]
+    if check.errors and (not skip_bad_shots or len(shot_errors) != len(check.errors)):
         raise DataErrors(check.errors)
+    check.warnings.extend(DataError(f"shot left out (skip_bad_shots): {e.message}", e.path, e.line, e.column) for e in shot_errors)
     shots = check.shots.get((lang, fmt.name), [])
     if n_exemplars is not None:
         shots = shots[:n_exemplars]
