@@ -37,7 +37,10 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
                         help="prompt configurations training prompts are drawn from (default: all)")
     parser.add_argument("--train-shots", default=",".join(map(str, SHOT_COUNTS)),
                         help="shot counts training prompts are drawn from (default: all)")
-    parser.add_argument("--prompts", default=None, help="directory with common.yaml and {lang}.yaml prompt texts")
+    parser.add_argument(
+        "--prompts", default=None,
+        help="prompt texts: a directory with common.yaml and {lang}.yaml, or the mGeNTE release's prompt_en-{lang}.yaml files",
+    )
     parser.add_argument("--judge-exemplars", default=None, help="directory of {lang}.jsonl judge exemplars to exclude")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)

@@ -8,11 +8,15 @@
 
     # validate a judge: on mGeNTE references with known labels (accuracy per set x reference x format) ...
     python eval/judge.py validate recipes/judge-tiny.yaml data=data/sample formats=all
-    # ... or on a hand-labelled TSV (source, translation, gold[, lang]): accuracy, macro-F1, confusion, kappa
+    # ... or on a gold file of the field (our layout, src/tgt/label columns, GENDEROUS; or a folder of them):
+    # class counts, per-class precision/recall and macro-F1 with bootstrap CIs, kappa, per language
     python eval/judge.py validate recipes/judge-tiny.yaml tsv=my_gold.tsv lang=it
+    python eval/judge.py validate judge=lexical tsv=data/judge/gold/lexical_gold.tsv   # offline, abstains if unsure
+    python eval/judge.py validate judge=recorded tsv=GENDEROUS/annotations   # the judge labels stored in the file
 
     # check prompt and exemplar files (e.g. the papers' official ones) before using them
     python eval/judge.py check exemplars_dir=path/to/exemplars prompts_dir=path/to/prompts
+    python eval/judge.py check judge_resources=fbk-NEUTR-evAL/src/fbk_neutreval/resources   # the published layout
 
 Settings are recipe keys (gnt/judge/config.py), from a YAML recipe and/or key=value overrides. Exit status 2 on
 a usage or input problem, with the reason; judge failures never stop a run (they are counted).
@@ -51,6 +55,8 @@ def cmd_judge(results: str, recipe) -> int:
     from gnt.judge.apply import CACHE, judge_results, load_rows, recorded_rows
     from gnt.judge.lexical import LexicalJudge
 
+    if recipe.judge == "recorded":
+        raise RecipeError("judge=recorded only validates the labels a gold file stores: use validate ... tsv=GOLD")
     entries = load_rows(recipe.data, recipe.langs) if recipe.data else recorded_rows(results, recipe.langs)
     validation = read_json(recipe.validation) if recipe.validation else None
     lexical = LexicalJudge() if (recipe.judge == "lexical" or recipe.lexical_check) else None
@@ -79,6 +85,7 @@ def cmd_validate(recipe) -> int:
     from gnt.judge.validation import (
         gold_summary,
         llm_classifier,
+        recorded_classifier,
         reference_table,
         validate_references,
         validate_tsv,
@@ -90,18 +97,33 @@ def cmd_validate(recipe) -> int:
     backend = None
     try:
         if recipe.tsv:
-            if recipe.judge == "lexical":
-                raise RecipeError("the lexical judge needs annotated gendered words, which a gold TSV does not have")
             reports = []
-            for fmt in formats:
+            if recipe.judge == "lexical":  # learned gendered words; it abstains where it knows none
+                classify, info = _lexical_text_classifier(recipe.data)
+                report = validate_tsv(recipe.tsv, classify, "MONO-L", recipe.lang, info)
+                reports.append(report)
+                print(gold_summary(report))
+            if recipe.judge == "recorded":  # the judge labels a release stores beside its human labels
+                classify, n_recorded = recorded_classifier(recipe.tsv, recipe.lang)
+                info = {"kind": "recorded", "judge_model": "recorded in the gold file", "rows_with_labels": n_recorded}
+                report = validate_tsv(recipe.tsv, classify, "CROSS-L", recipe.lang, info)
+                reports.append(report)
+                print(gold_summary(report))
+            for fmt in formats if recipe.judge == "llm" else []:
                 judge, backend = _llm_judge(recipe, fmt.name, recipe.cache, backend)
                 report = validate_tsv(recipe.tsv, llm_classifier(judge), fmt, recipe.lang, judge.describe())
                 reports.append(report)
                 print(gold_summary(report))
             write_json(out, reports[0] if len(reports) == 1 else {"kind": "gold_tsv_set", "reports": reports})
         else:
+            if recipe.judge == "recorded":
+                raise RecipeError("judge=recorded needs tsv=GOLD (a gold file that stores a judge's labels)")
             entries = load_rows(recipe.data or SAMPLE_DIR, recipe.langs)
             exclude = exemplar_source_keys(recipe.langs, recipe.exemplars_dir)
+            if recipe.judge_resources:
+                from gnt.judge.resources import resource_source_keys
+
+                exclude |= resource_source_keys(recipe.judge_resources, recipe.langs)
             if recipe.judge == "lexical":
                 classifiers = {"LEXICAL": _lexical_classifier(entries)}
                 info = LexicalJudge.describe()
@@ -125,6 +147,30 @@ def cmd_validate(recipe) -> int:
     return 0
 
 
+def _lexical_text_classifier(data=None):
+    """The lexical judge on unannotated text, its words learned from the training split of ``data`` (an mGeNTE
+    path; default the bundled sample), and what it learned."""
+    from gnt.data.entry import LANGUAGES
+    from gnt.data.splits import split_entries
+    from gnt.judge.apply import load_rows
+    from gnt.judge.lexical import LexicalJudge
+    from gnt.judge.lexicon import build_lexicon
+
+    lexical = LexicalJudge()
+    if data:
+        train = split_entries(load_rows(data, LANGUAGES)).train
+        for lang in LANGUAGES:
+            lexical.learn(build_lexicon(lang, train))
+    info = LexicalJudge.describe()
+    info["learned_from"] = f"{data or 'the bundled sample'} (training split), data/templates/lexicons"
+    info["learned"] = {lang: lexical.learned(lang).describe() for lang in LANGUAGES}
+
+    def classify(items):
+        return [lexical.judge_text(i.translation, i.lang).label for i in items]
+
+    return classify, info
+
+
 def _lexical_classifier(entries):
     from gnt.judge.lexical import LexicalJudge
 
@@ -139,10 +185,17 @@ def _lexical_classifier(entries):
 
 def cmd_check(recipe) -> int:
     from gnt.judge.prompts import check_prompt_files
+    from gnt.judge.resources import check_resources
     from gnt.judge.schema import parse_formats
 
     formats = parse_formats(recipe.formats or "all")
-    errors, warnings = check_prompt_files(recipe.langs, formats, recipe.prompts_dir, recipe.exemplars_dir)
+    if recipe.judge_resources:
+        found = check_resources(recipe.judge_resources, recipe.langs, formats)
+        errors, warnings = found.errors, found.warnings
+        print(f"{recipe.judge_resources}: {sum(len(s) for s in found.shots.values())} usable shot(s) in "
+              f"{len(found.prompts)} (language, format) prompt(s)")
+    else:
+        errors, warnings = check_prompt_files(recipe.langs, formats, recipe.prompts_dir, recipe.exemplars_dir)
     for warning in warnings:
         print(f"warning: {warning}")
     for error in errors:

@@ -52,3 +52,39 @@ def test_binary_agreement():
     assert figures["agreement"] == pytest.approx(0.75)
     # p_o = .75; p_e = .5*.25 + .5*.75 = .5 -> kappa = .5
     assert figures["kappa"] == pytest.approx(0.5)
+
+
+# ------------------------------------------------------------------ learned lexicon: judging text without annotations
+def test_suffix_rules_derive_the_other_gender_form_of_an_annotated_word():
+    from gnt.judge.lexicon import other_form, suffix_rules
+
+    rules = suffix_rules([("stanco", "stanca"), ("alto", "alta"), ("attore", "attrice"), ("felice", "felice")])
+    assert rules == [("o", "a")]  # "ore"→"rice" is seen once: not trusted
+    assert other_form("soddisfatto", "M", rules) == "soddisfatta"
+    assert other_form("deputata", "F", rules) == "deputato"
+    assert other_form("re", "M", rules) is None  # too short a stem
+
+
+def test_learned_lexicon_uses_lexicons_annotations_and_derived_forms():
+    from gnt.data.entry import Entry
+    from gnt.judge.lexicon import build_lexicon
+
+    row = Entry(id="x", lang="it", set="Set-G", source="The Commissioner said he was satisfied.", ref_g="...",
+                ref_n=("...",), gender="M", gendered_words=("commissario", "soddisfatto"))
+    lexicon = build_lexicon("it", [row])
+    assert lexicon.forms["orgogliosa"] == "F" and lexicon.forms["commissario"] == "M"
+    assert lexicon.forms["commissaria"] == "F"  # derived: the feminine form of the same lemma
+    assert "una persona orgogliosa" in lexicon.neutral
+    assert lexicon.origin["derived_other_gender"] >= 1
+
+
+def test_judge_text_gendered_neutral_or_abstains():
+    from gnt.judge.lexical import ABSTAIN, LexicalJudge
+
+    judge = LexicalJudge()
+    gendered = judge.judge_text("È molto orgogliosa del risultato.", "it")
+    assert gendered.label == "GENDERED" and gendered.matched == ("orgogliosa",) and gendered.genders == ("F",)
+    # the neutral rewrite holds the F form: masked first, so the sentence is neutral
+    assert judge.judge_text("È una persona orgogliosa del risultato.", "it").label == "NEUTRAL"
+    unknown = judge.judge_text("Gli ingegneri sono arrivati.", "it")
+    assert unknown.label == ABSTAIN and unknown.abstained and unknown.matched == ()

@@ -25,7 +25,10 @@ from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
 class JudgeRecipe:
     """Everything a judge run depends on; saved resolved beside its outputs."""
 
-    judge: Literal["llm", "lexical"] = field(default="llm", metadata={"help": "llm (default) or lexical (offline)"})
+    judge: Literal["llm", "lexical", "recorded"] = field(
+        default="llm",
+        metadata={"help": "llm (default), lexical (offline), or recorded (validate: judge labels stored in the gold file)"},
+    )
     format: str = field(default=DEFAULT_FORMAT, metadata={"help": f"one of {', '.join(FORMAT_NAMES)}"})
     formats: list[str] = field(default_factory=list, metadata={"help": "validate: formats to compare (or 'all')"})
     # judge model and backend
@@ -55,6 +58,12 @@ class JudgeRecipe:
     n_exemplars: int | None = None
     prompts_dir: str | None = None
     exemplars_dir: str | None = None
+    judge_resources: str | None = field(
+        default=None, metadata={"help": "a folder in the fbk-NEUTR-evAL layout (prompts/, shots/): replaces prompts_dir/exemplars_dir"}
+    )
+    skip_bad_shots: bool = field(
+        default=False, metadata={"help": "judge_resources: leave out shots with errors (listed as warnings) instead of stopping"}
+    )
     cache: str | None = field(default=None, metadata={"help": "judge cache file (default <results>/cache/judgments.jsonl)"})
     # what to judge
     models: list[str] = field(default_factory=list, metadata={"help": "judge only these model folders"})
@@ -82,6 +91,8 @@ class JudgeRecipe:
             n_exemplars=self.n_exemplars,
             prompts_dir=self.prompts_dir,
             exemplars_dir=self.exemplars_dir,
+            judge_resources=self.judge_resources,
+            skip_bad_shots=self.skip_bad_shots,
         )
 
     def validate(self) -> JudgeRecipe:

@@ -22,6 +22,12 @@ It is a proxy with known blind spots, which is why the evaluator reports its agr
   written without its accents (Greek in capitals drops the tonos);
 * rows without annotations (``gendered_words`` empty, no templated adjective) are always called neutral; the
   number of such rows is reported so a user can see how much of a score rests on them.
+
+A translation that comes with no row at all (a gold set of the field) is judged by :meth:`LexicalJudge.judge_text`
+against the gendered words *learned* for its language (:mod:`gnt.judge.lexicon`: the adjective lexicons, the
+mGeNTE annotations of the training rows and the other-gender forms derived from them): GENDERED when one occurs,
+NEUTRAL when none does but a known neutral rewrite does, and otherwise it *abstains* (``label`` ``ABSTAIN``):
+not finding a word it knows is no evidence of neutrality. Abstentions are counted and reported, never hidden.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ from functools import lru_cache
 from typing import Any
 
 from gnt.judge.schema import GENDERED, NEUTRAL
+
+ABSTAIN = "ABSTAIN"
 
 
 def _fold(text: str) -> str:
@@ -65,14 +73,22 @@ class LexicalJudgment:
     neutral: bool
     matched: tuple[str, ...]
     known_words: int
+    genders: tuple[str, ...] = ()
+
+    @property
+    def abstained(self) -> bool:
+        return self.label == ABSTAIN
 
     def to_record(self) -> dict[str, Any]:
-        return {
+        record = {
             "label": self.label,
             "neutral": self.neutral,
             "matched": list(self.matched),
             "known_words": self.known_words,
         }
+        if self.genders:
+            record["genders"] = list(self.genders)
+        return record
 
 
 class LexicalJudge:
@@ -84,6 +100,17 @@ class LexicalJudge:
 
     def __init__(self, lexicons: Mapping[str, Mapping[str, tuple[str, str]]] | None = None) -> None:
         self._lexicons: dict[str, Mapping[str, tuple[str, str]]] = dict(lexicons or {})
+        self._learned: dict[str, Any] = {}
+
+    def learned(self, lang: str) -> Any:
+        """The lexicon :meth:`judge_text` uses for ``lang``: one given to :meth:`learn`, else the default one."""
+        from gnt.judge.lexicon import default_lexicon
+
+        return self._learned.get(lang) or default_lexicon(lang)
+
+    def learn(self, lexicon: Any) -> None:
+        """Use ``lexicon`` (a :class:`~gnt.judge.lexicon.GenderLexicon`) for :meth:`judge_text` in its language."""
+        self._learned[lexicon.lang] = lexicon
 
     def lexicon(self, lang: str) -> Mapping[str, tuple[str, str]]:
         if lang not in self._lexicons:
@@ -108,6 +135,25 @@ class LexicalJudge:
         matched = find_gendered_words(translation, words)
         neutral = not matched
         return LexicalJudgment(NEUTRAL if neutral else GENDERED, neutral, tuple(matched), len(words))
+
+    def judge_text(self, translation: str, lang: str) -> LexicalJudgment:
+        """Judge a translation that has no row annotations, with the gendered words learned for ``lang``.
+
+        GENDERED (with the genders of the words found) when a known gendered form occurs; NEUTRAL when none does
+        but a known neutral rewrite does; otherwise ABSTAIN.
+        """
+        lexicon = self.learned(lang)
+        text, neutral_found = _fold(translation), False
+        for phrase in lexicon.neutral:  # "una persona ambiziosa" holds the F form "ambiziosa": mask it first
+            text, hits = _pattern(phrase).subn(" ", text)
+            neutral_found = neutral_found or hits > 0
+        matched = find_gendered_words(text, lexicon.forms)
+        if matched:
+            genders = tuple(sorted({lexicon.forms[w] for w in matched}))
+            return LexicalJudgment(GENDERED, False, tuple(matched), len(lexicon.forms), genders)
+        if neutral_found:
+            return LexicalJudgment(NEUTRAL, True, (), len(lexicon.forms))
+        return LexicalJudgment(ABSTAIN, False, (), len(lexicon.forms))
 
     def judge_entry(self, translation: str, entry: Any) -> LexicalJudgment:
         """Judge a translation of an :class:`~gnt.data.entry.Entry` (mGeNTE or templated)."""

@@ -76,6 +76,8 @@ class JudgeConfig:
     n_exemplars: int | None = None
     prompts_dir: str | None = None
     exemplars_dir: str | None = None
+    judge_resources: str | None = None
+    skip_bad_shots: bool = False
 
     def temperature_at(self, attempt: int) -> float:
         return round(min(self.temperature + self.temperature_step * attempt, self.max_temperature), 4)
@@ -277,9 +279,16 @@ class LLMJudge:
 
     def prompt(self, lang: str) -> JudgePrompt:
         if lang not in self._prompts:
-            self._prompts[lang] = load_prompt(
-                lang, self.fmt, self.config.prompts_dir, self.config.exemplars_dir, self.config.n_exemplars
-            )
+            if self.config.judge_resources:
+                from gnt.judge.resources import load_resource_prompt
+
+                self._prompts[lang] = load_resource_prompt(
+                    self.config.judge_resources, lang, self.fmt, self.config.n_exemplars, self.config.skip_bad_shots
+                )
+            else:
+                self._prompts[lang] = load_prompt(
+                    lang, self.fmt, self.config.prompts_dir, self.config.exemplars_dir, self.config.n_exemplars
+                )
             for warning in self._prompts[lang].warnings:
                 log.warning("judge exemplars: %s", warning)
         return self._prompts[lang]
