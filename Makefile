@@ -25,9 +25,9 @@ $(COMET_STAMP): comet-requirements.txt scripts/comet_env.sh
 
 comet-env: $(COMET_STAMP)
 
-# MODEL=tiny (the offline tiny Qwen2: the whole chain in ~3 min) or MODEL=smollm (SmolLM2-135M-Instruct, a real
-# instruct model: training shows real loss curves, but the CPU sweep is slow, ~30 min)
-MODEL ?= tiny
+# MODEL=smollm (default: SmolLM2-135M-Instruct, a real instruct model, en-it + en-es) or MODEL=tiny (the offline
+# tiny random Qwen2: every code path in ~3 min, its outputs are noise)
+MODEL ?= smollm
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py --model $(MODEL)
 
