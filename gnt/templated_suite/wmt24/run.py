@@ -86,11 +86,10 @@ def limit_segments(segments: Sequence[Segment], limit: int | None) -> list[Segme
     return [s for s in segments if s.seg_id in chosen]
 
 
-def _with_ci(lang: str, system: str, metrics: dict) -> dict:
-    """The summary and strategy numbers of one system as {value, ci} (what summary.json holds beside the TSVs)."""
+def _pool_table(blocks: dict) -> dict:
     pools = {}
     for pool in AMBIGUITIES:
-        block = metrics["pools"][pool]
+        block = blocks[pool]
         entry = {"n_det": block["classified"]["determined"], "n_amb": block["classified"]["ambiguous"]}
         for c in ("M", "F", "N"):
             entry[f"{c}_det"] = block["determined"][c]
@@ -99,8 +98,16 @@ def _with_ci(lang: str, system: str, metrics: dict) -> dict:
         entry["unknown"] = block["unknown"]
         entry["n_items"] = block["n_items"]
         pools[pool] = entry
+    return pools
+
+
+def _with_ci(lang: str, system: str, metrics: dict) -> dict:
+    """The summary and strategy numbers of one system as {value, ci} (what summary.json holds beside the TSVs)."""
     strategies = {variant: metrics["strategies"][variant] for variant in ("determined", "ambiguous")}
-    return {"lang": lang, "system": system, "ambiguity": pools, "strategies": strategies}
+    return {
+        "lang": lang, "system": system, "ambiguity": _pool_table(metrics["pools"]), "strategies": strategies,
+        "gender_marked": _pool_table(metrics["gender_marked"]),
+    }
 
 
 def _tsv(columns: Sequence[str], rows: Sequence[dict]) -> str:

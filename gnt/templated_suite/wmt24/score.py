@@ -64,7 +64,8 @@ def segment_items(
             "N_strategy": entry.n_strategy, "ref_neutral": None,
         }
         if texts is None:
-            result, how, text = Classification(UNKNOWN, reason="empty"), None, None
+            reason = "missing" if translation is None else "empty"
+            result, how, text = Classification(UNKNOWN, reason=reason), None, None
         else:
             how, text = texts[index].how, texts[index].text
             record["source"] = ""
@@ -104,7 +105,7 @@ def score_translations(
     segments: Sequence[Segment], translations: Mapping[str, str], lexicon: SuiteLexicon, system: str,
     classifier: Classifier | None = None,
 ) -> list[dict]:
-    """Items of every segment; a segment missing from ``translations`` gives unknown items (reason ``empty``)."""
+    """Items of every segment; a segment missing from ``translations`` gives unknown items (reason ``missing``)."""
     classifier = classifier or Classifier(lexicon.extra)
     items: list[dict] = []
     for segment in segments:
@@ -131,16 +132,24 @@ def _strategy_shares(items: Sequence[Mapping], name: str, n_boot: int, seed: int
 def system_metrics(items: Sequence[Mapping], *, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
     """Per pool (omission, active) the templated suite's block metrics; over all items the strategy shares."""
     name = f"{items[0]['system']}|{items[0]['lang']}" if items else "empty"
-    pools = {}
+    pools, marked = {}, {}
     for pool in AMBIGUITIES:
         chosen = [it for it in items if it["pool"] == pool]
         block = block_metrics(chosen, f"{name}|{pool}", n_boot, seed, alpha)
         block["n_items"] = len(chosen)
         block["unknown"] = sum(it["label"] == UNKNOWN for it in chosen)
         pools[pool] = block
+        # Epicene adjectives (valiente, feliz) are N at no cost whatever the referent; on the gender-marked ones
+        # an N answer is a choice, so this block shows the response to ambiguity without that floor.
+        chosen = [it for it in chosen if it["gender_marked"]]
+        block = block_metrics(chosen, f"{name}|{pool}|marked", n_boot, seed, alpha)
+        block["n_items"] = len(chosen)
+        block["unknown"] = sum(it["label"] == UNKNOWN for it in chosen)
+        marked[pool] = block
     return {
         "format": METRICS_FORMAT,
         "pools": pools,
+        "gender_marked": marked,
         "strategies": _strategy_shares(items, f"{name}|strategies", n_boot, seed, alpha),
         "n_items": len(items),
         "unknown": sum(it["label"] == UNKNOWN for it in items),
