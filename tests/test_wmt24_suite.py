@@ -182,3 +182,16 @@ def test_tiny_checkpoints_run_end_to_end_beside_the_wmt24_systems(tmp_path, tiny
     loads = TransformersBackend.loads
     assert cli.main(argv) == 0  # rerun: every translation comes from the sweep's cache
     assert TransformersBackend.loads == loads
+
+
+def test_report_block_ranks_the_systems(tmp_path):
+    from gnt.report.wmt24 import wmt24_blocks
+
+    run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out=str(tmp_path), bootstrap_samples=20, plots=False))
+    data: dict = {}
+    blocks = wmt24_blocks(tmp_path, tmp_path / "figures", data)
+    table = next(b for b in blocks if getattr(b, "name", None) == "wmt24")
+    assert [row[0] for row in table.rows] == ["Neutral", "Gendered"]  # ΔN omission 1.0 before 0.0
+    assert table.rows[0][1].startswith("+1.000")
+    assert set(data["wmt24"]["systems"]) == {"Neutral", "Gendered"}
+    assert wmt24_blocks(tmp_path / "elsewhere", tmp_path / "figures", {}) == []
