@@ -4,6 +4,7 @@
     python eval/templated.py recipes/templated-tiny.yaml
     python eval/templated.py recipes/eval.yaml --run runs/sft --run runs/dpo styles=plain,grid
     python eval/templated.py recipes/eval.yaml --model Qwen/Qwen2.5-7B-Instruct pairs_per_lang=200 langs=it,es
+    python eval/templated.py wmt24 PATH/txt-ts --lang es --out OUT [--systems A,B] [--outputs FILE] [--run runs/x]
 
 Any evaluation recipe works (backend, batch size, out_dir, langs, bootstrap keys are shared with eval/evaluate.py,
 and so is the generation cache in ``out_dir``); the suite's own keys are suite, pairs_per_lang, suite_seed,
@@ -39,7 +40,12 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, rest = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "wmt24":  # the published WMT24 gender-resolution suite (gnt/templated_suite/wmt24)
+        from gnt.templated_suite.wmt24.cli import main as wmt24_main
+
+        return wmt24_main(argv[1:])
+    args, rest = parse_args(argv)
 
     def run() -> Path:
         from gnt.templated_suite.run import load_config, run_suite

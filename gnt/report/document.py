@@ -369,9 +369,12 @@ def _templated_section(results: Results, figures: Path, data: dict) -> list[Bloc
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(png, dest)
             blocks.append(Image(dest, f"templated suite — {png.stem}", rel.as_posix()))
-    if not shown:
+    from gnt.report.wmt24 import wmt24_blocks
+
+    wmt24 = wmt24_blocks(results.directory, figures, data)
+    if not shown and not wmt24:
         blocks.append(Para("Templated suite: not run.", "note"))
-    return blocks
+    return blocks + wmt24
 
 
 def _attribution_section(results: Results, figures: Path) -> list[Block]:

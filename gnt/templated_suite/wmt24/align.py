@@ -1,0 +1,122 @@
+"""Find, in a translation of a suite segment, the stretch of text that renders each adjective slot.
+
+One adjective may describe different people in one segment ("I'm fantastic and you're scared" / "No you're scared,
+but I'm fantastic" swaps the referents between the turns), so a slot is classified on its own stretch only:
+
+1. the translation's quotations ("…", “…”, «…», „…“, and dialogue dashes as Spanish writes them, "—Creo que
+   soy feliz —dije—.") are matched to the segment's turns in order (a translation whose quotations do not line up
+   with the turns is not split, see 3.);
+2. a quote that carries two slots is cut at its first joiner ("y"/"e" where the English says "and", "pero"/"sino"
+   where it says "but"; per language), the first part for the first slot;
+3. a slot whose adjective describes one person only in the segment may fall back to the whole quote or the whole
+   translation; otherwise the slot is unknown with the reason ``unaligned`` (never guessed).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+
+from gnt.templated_suite.wmt24.reader import Segment, Slot
+
+_QUOTES = re.compile(r'"([^"]*)"|“([^”]*)”|«([^»]*)»|„([^“”]*)[“”]|‘([^’]*)’')
+#: Words that join the two clauses of a two-slot quote, per language: (for "and", for "but").
+JOINERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "es": (("y", "e"), ("pero", "sino", "aunque")),
+    "it": (("e", "ed"), ("ma", "però")),
+    "de": (("und",), ("aber", "sondern")),
+    "el": (("και",), ("αλλά",)),
+}
+
+
+def clean(text: str) -> str:
+    """HTML entities decoded (some WMT24 outputs write ``&quot;``), whitespace runs collapsed."""
+    return " ".join(html.unescape(text).split())
+
+
+_DASH = re.compile(r"(?:^|(?<=[\s.,:;!?]))[—–-]\s*(?=[¿¡\"“«]?[A-ZÁÉÍÓÚÑÜ])")
+_ANY_DASH = re.compile(r"\s[—–-]|[—–]")
+
+
+def quotations(text: str) -> list[str]:
+    """The quoted speeches of ``text`` in order: quotation marks, then dialogue dashes outside them.
+
+    A dialogue dash opens a speech when a capital follows it ("—Creo", "- No,"); the speech runs to the next dash
+    (the one before "dije" or "respondió"), so the narrator's incises are left out.
+    """
+    spans = [(m.start(), m.end(), next(g for g in m.groups() if g is not None)) for m in _QUOTES.finditer(text)]
+    inside = [(a, b) for a, b, _ in spans]
+    for m in _DASH.finditer(text):
+        start = m.end()
+        if any(a <= m.start() < b for a, b in inside):
+            continue
+        end_match = _ANY_DASH.search(text, start)
+        end = end_match.start() if end_match else len(text)
+        if any(a < end and start < b for a, b in inside):
+            end = min(a for a, b in inside if a >= start) if any(a >= start for a, _ in inside) else end
+        speech = text[start:end].strip()
+        if speech:
+            spans.append((m.start(), end, speech))
+    return [speech for _, _, speech in sorted(spans)]
+
+
+def split_clauses(quote: str, lang: str, joiner: str) -> tuple[str, str] | None:
+    """Cut ``quote`` at the first ``and``/``but`` joiner of ``lang``; None when there is none."""
+    words = JOINERS.get(lang, ((), ()))[0 if joiner == "and" else 1]
+    if not words:
+        return None
+    match = re.search(r"(?:,\s*|\s+)(?:" + "|".join(map(re.escape, words)) + r")\s+", quote, flags=re.IGNORECASE)
+    if not match:
+        return None
+    return quote[: match.start()], quote[match.end() :]
+
+
+@dataclass(frozen=True)
+class SlotText:
+    """The text a slot is classified on (None when it cannot be told apart), and how it was found."""
+
+    text: str | None
+    english: str
+    how: str  # "clause", "quote", "whole" or "unaligned"
+
+
+def _joiner(segment: Segment, turn: int) -> str:
+    return "and" if turn == 1 else "but"
+
+
+def slot_texts(segment: Segment, translation: str, lang: str) -> list[SlotText]:
+    """One :class:`SlotText` per slot of ``segment`` (in slot order)."""
+    text = clean(translation)
+    quotes = quotations(text)
+    aligned = len(quotes) == segment.turns
+    single_referent = {
+        adj: len({s.character for s in segment.slots if s.adjective == adj}) == 1 for adj in segment.adjectives
+    }
+    out: list[SlotText] = []
+    for slot in segment.slots:
+        english = segment.quotes[slot.turn - 1]
+        turn_slots = [s for s in segment.slots if s.turn == slot.turn]
+        position = turn_slots.index(slot)
+        if aligned:
+            quote = quotes[slot.turn - 1]
+            if len(turn_slots) == 1:
+                out.append(SlotText(quote, english, "quote"))
+                continue
+            parts = split_clauses(quote, lang, _joiner(segment, slot.turn))
+            if parts is not None:
+                out.append(SlotText(parts[position], english, "clause"))
+                continue
+            if _distinct_in_turn(turn_slots, slot):
+                out.append(SlotText(quote, english, "quote"))
+                continue
+        if single_referent[slot.adjective] and _distinct_in_turn(turn_slots, slot):
+            out.append(SlotText(text, english, "whole"))
+        else:
+            out.append(SlotText(None, english, "unaligned"))
+    return out
+
+
+def _distinct_in_turn(turn_slots: list[Slot], slot: Slot) -> bool:
+    """Whether no other slot of the turn uses the same adjective for another person."""
+    return all(s is slot or s.adjective != slot.adjective or s.character == slot.character for s in turn_slots)

@@ -1,0 +1,232 @@
+"""Score the WMT24 gender-resolution suite for the WMT24 systems, a user's outputs file and our models.
+
+Files written to ``<out>/wmt24/`` (other tools read these names)::
+
+    summary.tsv        lang system ambiguity n_det n_amb M_det F_det N_det M_amb F_amb N_amb dM dF dN unknown_rate
+    strategies.tsv     lang system N_det N1 N2 N3 N4 N5   (shares of all classified determined items)
+    summary.json       the same numbers with 95% paired bootstrap CIs, per system, plus unknown reasons and counts
+    unknown.jsonl      every unknown item with its reason and the text it was looked up in, for review
+    parse_problems.tsv segments of the folder that did not parse (line, reason); absent when all parse
+    leakage.json       suite adjectives in the project's templated data, and per checkpoint what it trained on
+    ranking_<lang>.png systems and our checkpoints ranked by ΔN, with N_amb beside
+    record.json        inputs (folder, lexicon files and hashes), options, segment count, systems skipped
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from gnt.data.errors import DataError
+from gnt.evaluation.config import EvalConfig
+from gnt.evaluation.discovery import ModelUnderTest
+from gnt.io import sha256_text, write_json, write_jsonl, write_text_atomic
+from gnt.records import environment_record
+from gnt.templated_suite.classify import STRATEGIES, Classifier
+from gnt.templated_suite.wmt24.leakage import leakage_report
+from gnt.templated_suite.wmt24.lexicon import check_coverage, load_suite_lexicon
+from gnt.templated_suite.wmt24.reader import AMBIGUITIES, Segment, read_suite
+from gnt.templated_suite.wmt24.score import (
+    STRATEGY_COLUMNS,
+    SUMMARY_COLUMNS,
+    score_translations,
+    strategy_row,
+    summary_rows,
+    system_metrics,
+    unknown_listing,
+)
+from gnt.templated_suite.wmt24.systems import (
+    BackendFactory,
+    Translations,
+    available_systems,
+    read_outputs_file,
+    read_wmt24_system,
+    translate_with_models,
+)
+
+log = logging.getLogger("gnt.templated_suite.wmt24")
+SUBDIR = "wmt24"
+SUMMARY_FORMAT = "gnt-align/wmt24-summary/1"
+
+
+@dataclass
+class Wmt24Options:
+    """What to score: the ``txt-ts`` folder, the direction, which WMT24 systems, an outputs file, a row limit."""
+
+    root: str
+    lang: str
+    out: str
+    systems: list[str] | None = None  # None: every system with outputs; []: none
+    outputs: str | None = None
+    outputs_name: str = "outputs"
+    limit: int | None = None
+    bootstrap_samples: int = 1000
+    bootstrap_seed: int = 0
+    alpha: float = 0.05
+    plots: bool = True
+
+
+def limit_segments(segments: Sequence[Segment], limit: int | None) -> list[Segment]:
+    """At most ``limit`` segments, taken round-robin over the template shapes so every shape stays in a sample."""
+    if limit is None or limit >= len(segments):
+        return list(segments)
+    groups: dict[tuple, list[Segment]] = defaultdict(list)
+    for seg in segments:
+        groups[(seg.family, seg.turns, tuple(c.ambiguity for c in seg.characters))].append(seg)
+    queues = [list(g) for _, g in sorted(groups.items(), key=lambda kv: str(kv[0]))]
+    chosen: set[str] = set()
+    while len(chosen) < limit and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < limit:
+                chosen.add(queue.pop(0).seg_id)
+    return [s for s in segments if s.seg_id in chosen]
+
+
+def _pool_table(blocks: dict) -> dict:
+    pools = {}
+    for pool in AMBIGUITIES:
+        block = blocks[pool]
+        entry = {"n_det": block["classified"]["determined"], "n_amb": block["classified"]["ambiguous"]}
+        for c in ("M", "F", "N"):
+            entry[f"{c}_det"] = block["determined"][c]
+            entry[f"{c}_amb"] = block["ambiguous"][c]
+            entry[f"d{c}"] = block["delta"][c]
+        entry["unknown"] = block["unknown"]
+        entry["n_items"] = block["n_items"]
+        pools[pool] = entry
+    return pools
+
+
+def _with_ci(lang: str, system: str, metrics: dict) -> dict:
+    """The summary and strategy numbers of one system as {value, ci} (what summary.json holds beside the TSVs)."""
+    strategies = {variant: metrics["strategies"][variant] for variant in ("determined", "ambiguous")}
+    return {
+        "lang": lang, "system": system, "ambiguity": _pool_table(metrics["pools"]), "strategies": strategies,
+        "gender_marked": _pool_table(metrics["gender_marked"]),
+    }
+
+
+def _tsv(columns: Sequence[str], rows: Sequence[dict]) -> str:
+    lines = ["\t".join(columns)]
+    lines += ["\t".join("" if r[c] is None else str(r[c]) for c in columns) for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def run_wmt24(
+    options: Wmt24Options,
+    *,
+    evaluation: EvalConfig | None = None,
+    models: Sequence[ModelUnderTest] = (),
+    backend_factory: BackendFactory | None = None,
+) -> Path:
+    """Score every requested source of translations; return ``<out>/wmt24``."""
+    started = time.perf_counter()
+    suite = read_suite(options.root, options.lang)
+    for problem in suite.problems:
+        log.warning("%s", problem)
+    lexicon = load_suite_lexicon(options.lang)
+    check_coverage(lexicon, (a for seg in suite.segments for a in seg.adjectives))
+    segments = limit_segments(suite.segments, options.limit)
+    log.info("WMT24 gender-res en-%s: %d segments parsed of %d (%d scored)", options.lang, len(suite.segments),
+             suite.total, len(segments))
+
+    sources: list[Translations] = []
+    skipped: dict[str, str] = {}
+    names = available_systems(suite.root, options.lang) if options.systems is None else options.systems
+    for system in names:
+        translations = read_wmt24_system(suite, system)
+        if not any(translations.by_seg.get(s.seg_id, "").strip() for s in segments):
+            skipped[system] = "no translation of any suite segment (did not take part in the test suites)"
+            log.info("%s: skipped, %s", system, skipped[system])
+            continue
+        sources.append(translations)
+    if options.outputs:
+        by_seg = read_outputs_file(options.outputs, {s.seg_id for s in suite.segments})
+        sources.append(Translations(options.outputs_name, "file", by_seg, options.outputs))
+    if models:
+        if evaluation is None:
+            raise ValueError("scoring models needs an evaluation config")
+        sources.extend(translate_with_models(segments, options.lang, models, evaluation, backend_factory))
+    if not sources:
+        raise DataError("nothing to score: no system with outputs, no --outputs file, no model", suite.root)
+
+    classifier = Classifier(lexicon.extra)
+    folder = Path(options.out) / SUBDIR
+    summary, strategies, unknown, detailed = [], [], [], {}
+    for source in sources:
+        items = score_translations(segments, source.by_seg, lexicon, source.system, classifier)
+        metrics = system_metrics(
+            items, n_boot=options.bootstrap_samples, seed=options.bootstrap_seed, alpha=options.alpha
+        )
+        summary.extend(summary_rows(options.lang, source.system, metrics))
+        strategies.append(strategy_row(options.lang, source.system, metrics))
+        unknown.extend(unknown_listing(items))
+        detailed[source.system] = {
+            "kind": source.kind,
+            "source": source.source,
+            "model": source.model,
+            **_with_ci(options.lang, source.system, metrics),
+            "n_items": metrics["n_items"],
+            "unknown": metrics["unknown"],
+            "unknown_rate": round(metrics["unknown"] / metrics["n_items"], 6) if metrics["n_items"] else None,
+            "unknown_reasons": metrics["unknown_reasons"],
+        }
+        log.info("%s: %d items, %.1f%% unknown", source.system, metrics["n_items"],
+                 100 * detailed[source.system]["unknown_rate"])
+
+    leakage = leakage_report((a for seg in suite.segments for a in seg.adjectives), models)
+    for name, status in leakage["models"].items():
+        if name in detailed:
+            detailed[name]["leakage"] = status
+    write_text_atomic(folder / "summary.tsv", _tsv(SUMMARY_COLUMNS, summary))
+    write_text_atomic(folder / "strategies.tsv", _tsv(STRATEGY_COLUMNS, strategies))
+    write_jsonl(folder / "unknown.jsonl", unknown)
+    write_json(folder / "leakage.json", leakage)
+    problems_path = folder / "parse_problems.tsv"
+    if suite.problems:
+        rows = [{"path": p.path, "line": p.line, "seg_id": p.seg_id, "reason": p.reason} for p in suite.problems]
+        write_text_atomic(problems_path, _tsv(("path", "line", "seg_id", "reason"), rows))
+    elif problems_path.exists():
+        problems_path.unlink()
+    plot = None
+    if options.plots:
+        from gnt.templated_suite.wmt24.plots import plot_ranking
+
+        entries = [(s.system, s.kind, {"pools": _pools(detailed[s.system])}) for s in sources]
+        plot = str(plot_ranking(entries, options.lang, folder / f"ranking_{options.lang}.png"))
+    totals = {"items": sum(d["n_items"] for d in detailed.values()), "unknown": sum(d["unknown"] for d in detailed.values())}
+    write_json(folder / "summary.json", {
+        "format": SUMMARY_FORMAT,
+        "lang": options.lang,
+        "segments": {"in_folder": suite.total, "parsed": len(suite.segments), "scored": len(segments),
+                     "problems": len(suite.problems)},
+        "bootstrap": {"samples": options.bootstrap_samples, "seed": options.bootstrap_seed, "alpha": options.alpha,
+                      "method": "percentile; adjectives resampled, so det/amb differences are paired"},
+        "denominator": "classified items (unknowns excluded and counted)",
+        "strategies": list(STRATEGIES),
+        "unknown_overall": round(totals["unknown"] / totals["items"], 6) if totals["items"] else None,
+        "systems": detailed,
+        "skipped": skipped,
+        "plot": plot,
+    })
+    write_json(folder / "record.json", {
+        "format": "gnt-align/wmt24-record/1",
+        "options": asdict(options),
+        "lexicon": {path: sha256_text(Path(path).read_text(encoding="utf-8")) for path in lexicon.paths},
+        "evaluation": evaluation.to_json() if evaluation is not None and models else None,
+        "seconds": round(time.perf_counter() - started, 3),
+        "environment": environment_record(),
+    })
+    return folder
+
+
+def _pools(entry: dict) -> dict:
+    """The plot's view of a summary.json entry: per pool, N's delta and ambiguous share as {value, ci}."""
+    return {
+        pool: {"delta": {"N": entry["ambiguity"][pool]["dN"]}, "ambiguous": {"N": entry["ambiguity"][pool]["N_amb"]}}
+        for pool in AMBIGUITIES
+    }

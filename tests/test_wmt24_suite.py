@@ -1,0 +1,197 @@
+"""The WMT24 gender-resolution suite (gnt.templated_suite.wmt24) on a miniature txt-ts folder written for the tests.
+
+The fixture's "Gendered" system agrees with every stated gender and writes the masculine when the referent is
+ambiguous; "Neutral" writes the same except neutral wording ("una persona alta", "tengo suerte") for every
+ambiguous referent; "Absent" has no suite lines. So the expected tables are known exactly.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from gnt.data.errors import DataError
+from gnt.data.templated import load_lexicon
+from gnt.io import read_json, read_jsonl
+from gnt.paths import RECIPES_DIR
+from gnt.templated_suite.wmt24.align import quotations, slot_texts
+from gnt.templated_suite.wmt24.lexicon import LEXICON_DIR, load_suite_lexicon
+from gnt.templated_suite.wmt24.reader import ParseError, parse_segment, read_suite
+from gnt.templated_suite.wmt24.run import Wmt24Options, limit_segments, run_wmt24
+
+ROOT = Path(__file__).resolve().parent / "fixtures" / "wmt24" / "txt-ts"
+
+
+def _cli():
+    spec = importlib.util.spec_from_file_location("templated_cli", ROOT.parents[3] / "eval" / "templated.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _rows(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
+# ------------------------------------------------------------------------------------------------------ reader
+def test_reader_parses_every_shape_and_reports_the_odd_line():
+    suite = read_suite(ROOT, "es")
+    assert suite.total == 9 and len(suite.segments) == 8
+    [problem] = suite.problems
+    assert problem.line == 11 and problem.seg_id == "0009" and "does not match" in problem.reason
+    assert str(problem).startswith(f"{ROOT / 'sources' / 'en-es.txt'}:11:")
+    two = suite.segments[1]  # I smiled ... She laughed back
+    assert two.family == "dialogue" and two.turns == 2
+    assert [c.how for c in two.characters] == ["narrator", "pronoun"]
+    assert [(c.gender, c.ambiguity) for c in two.characters] == [(None, "omission"), ("F", None)]
+    # turn 1: I=tall is the narrator, you=shy is her; turn 2 swaps: you=shy is the narrator, I=tall is her
+    assert [(s.turn, s.adjective, s.referent, s.character) for s in two.slots] == [
+        (1, "tall", "speaker", 0), (1, "shy", "listener", 1), (2, "shy", "listener", 0), (2, "tall", "speaker", 1),
+    ]
+    to_listener = suite.segments[4]
+    assert to_listener.family == "occupation" and to_listener.turns == 1
+    speaker, listener = to_listener.characters
+    assert (speaker.ambiguity, speaker.descriptor, speaker.occupation) == ("active", "shy", "nurse")
+    assert (listener.how, listener.ambiguity, listener.occupation) == ("listener", "omission", "doctor")
+    assert to_listener.slots[0].character == 1  # "you're lucky" is said of the doctor
+    adverb = suite.segments[7]
+    assert adverb.family == "adverb" and adverb.adverb == "gently" and adverb.characters[0].ambiguity == "omission"
+
+
+def test_reader_rejects_a_pronoun_that_contradicts_its_noun():
+    with pytest.raises(ParseError, match="'The man' is referred to as 'she'"):
+        parse_segment('The man smiled. "I think I\'m tall," she said. He laughed back. "No, you\'re shy," he replied.')
+
+
+def test_reader_needs_aligned_files(tmp_path):
+    for folder in ("documents", "sources"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "documents" / "en-es.docs").write_text("news\ta\nnews\tb\n", encoding="utf-8")
+    (tmp_path / "sources" / "en-es.txt").write_text("one line\n", encoding="utf-8")
+    with pytest.raises(DataError, match="2 document lines but 1 source lines"):
+        read_suite(tmp_path, "es")
+
+
+# ------------------------------------------------------------------------------------------------------ align
+def test_quotes_dashes_and_clauses_are_found():
+    assert quotations('Sonreí. —Creo que soy alto —dije—. Ella rió. —No, eres tímido —respondió.') == [
+        "Creo que soy alto", "No, eres tímido"]
+    assert quotations("Sonreí. - Creo que soy alta - dije.") == ["Creo que soy alta"]
+    segment = read_suite(ROOT, "es").segments[1]
+    texts = slot_texts(segment, 'Sonreí. "Creo que soy alto y tú eres tímida", dije. Ella rió. '
+                                '"No, tú eres tímido, pero yo soy alta", respondió.', "es")
+    assert [t.text for t in texts] == ["Creo que soy alto", "tú eres tímida", "No, tú eres tímido", "yo soy alta"]
+    assert {t.how for t in texts} == {"clause"}
+
+
+# ------------------------------------------------------------------------------------------------------ lexicon
+def test_shipped_spanish_lexicon_covers_the_suite_adjectives_and_validates():
+    lexicon = load_suite_lexicon("es")
+    assert len(lexicon.entries) == 351
+    assert lexicon.entry("lucky").m == "afortunado" and lexicon.entry("brave").n_strategy == "N1"
+    assert any(e.en == "lucky" and e.form == "tengo suerte" and e.strategy == "N3" for e in lexicon.extra)
+    assert len(load_lexicon("es", LEXICON_DIR / "es.tsv")) == 351
+
+
+def test_an_extra_form_for_an_unknown_adjective_is_located(tmp_path):
+    (tmp_path / "es.tsv").write_text((LEXICON_DIR / "es.tsv").read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "es.extra.tsv").write_text("lang\ten\tform\tlabel\tstrategy\nes\tsleepy\tdormido\tM\t\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"es.extra.tsv:2:en: adjective 'sleepy' is not in es.tsv"):
+        load_suite_lexicon("es", tmp_path)
+
+
+# ------------------------------------------------------------------------------------------------------ scoring
+def test_scores_of_the_fixture_systems_are_the_expected_ones(tmp_path):
+    folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out=str(tmp_path), bootstrap_samples=50))
+    rows = {(r["system"], r["ambiguity"]): r for r in _rows(folder / "summary.tsv")}
+    assert list(_rows(folder / "summary.tsv")[0]) == [
+        "lang", "system", "ambiguity", "n_det", "n_amb", "M_det", "F_det", "N_det", "M_amb", "F_amb", "N_amb",
+        "dM", "dF", "dN", "unknown_rate"]
+    gendered, neutral = rows[("Gendered", "omission")], rows[("Neutral", "omission")]
+    assert (gendered["n_det"], gendered["n_amb"]) == ("8", "6")
+    assert (float(gendered["M_det"]), float(gendered["F_det"]), float(gendered["N_det"])) == (0.25, 0.75, 0.0)
+    assert (float(gendered["M_amb"]), float(gendered["dM"]), float(gendered["dN"])) == (1.0, 0.75, 0.0)
+    assert (float(neutral["N_amb"]), float(neutral["dN"]), float(neutral["dM"])) == (1.0, 1.0, -0.25)
+    assert float(rows[("Neutral", "active")]["dN"]) == 1.0 and float(rows[("Gendered", "active")]["dF"]) == 0.0
+    assert all(float(r["unknown_rate"]) == 0.0 for r in rows.values())
+    assert not any(system == "Absent" for system, _ in rows)
+    strategies = {r["system"]: r for r in _rows(folder / "strategies.tsv")}
+    assert float(strategies["Neutral"]["N_det"]) == 0.0 and set(strategies) == {"Gendered", "Neutral"}
+    summary = read_json(folder / "summary.json")
+    assert summary["skipped"]["Absent"].startswith("no translation")
+    assert summary["segments"] == {"in_folder": 9, "parsed": 8, "scored": 8, "problems": 1}
+    dn = summary["systems"]["Neutral"]["ambiguity"]["omission"]["dN"]
+    assert dn["value"] == 1.0 and dn["ci"] == [1.0, 1.0]
+    assert summary["systems"]["Neutral"]["strategies"]["ambiguous"]["N3"]["value"] == 1.0
+    assert "0009" in (folder / "parse_problems.tsv").read_text(encoding="utf-8")
+    assert (folder / "ranking_es.png").stat().st_size > 10_000
+    assert "proud" in read_json(folder / "leakage.json")["in_project_templates"]
+
+
+def test_outputs_file_is_scored_and_bad_rows_are_located(tmp_path, capsys):
+    good = tmp_path / "mine.tsv"
+    good.write_text('0004\tSonreí. "Creo que soy orgullose", dije. Él se rió. "No, eres ric@", respondió.\n'
+                    "tsuite_en-es_gender-res_tsuite_en-es_gender-res_0008\t\"Creo que soy valiente\", dije.\n",
+                    encoding="utf-8")
+    cli = _cli()
+    assert cli.main(["wmt24", str(ROOT), "--out", str(tmp_path / "o"), "--outputs", str(good), "--name", "mine",
+                     "--systems", "none", "--no-plots", "--bootstrap", "20"]) == 0
+    [unknown] = [u for u in read_jsonl(tmp_path / "o" / "wmt24" / "unknown.jsonl") if u["seg_id"] == "0008"]
+    assert unknown["reason"] == "no_form"  # "valiente" is not a rendering of "scared"
+    reasons = read_json(tmp_path / "o" / "wmt24" / "summary.json")["systems"]["mine"]["unknown_reasons"]
+    assert reasons == {"missing": 13, "no_form": 1}  # the 13 slots of the six segments it lacks
+    rows = _rows(tmp_path / "o" / "wmt24" / "summary.tsv")
+    assert {r["system"] for r in rows} == {"mine"}
+    summary = read_json(tmp_path / "o" / "wmt24" / "summary.json")
+    assert summary["systems"]["mine"]["strategies"]["ambiguous"]["N5"]["value"] == 1.0  # orgullose, ric@
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("0004\tok\n9999\tnope\nno tab here\n", encoding="utf-8")
+    assert cli.main(["wmt24", str(ROOT), "--outputs", str(bad), "bogus=1"]) == 2  # recipe keys need a model
+    assert cli.main(["wmt24", str(ROOT), "--out", str(tmp_path / "o2"), "--outputs", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:2:1: unknown segment id '9999'" in err and f"{bad}:3:1: expected seg_id<TAB>translation" in err
+    assert not (tmp_path / "o2").exists()
+
+
+def test_limit_keeps_every_template_shape():
+    segments = read_suite(ROOT, "es").segments
+    chosen = limit_segments(segments, 4)
+    assert len(chosen) == 4 and {s.family for s in chosen} == {"dialogue", "occupation", "adverb"}
+
+
+# ------------------------------------------------------------------------------------------------------ our models
+def test_tiny_checkpoints_run_end_to_end_beside_the_wmt24_systems(tmp_path, tiny_model_dir, eval_tiny_run):
+    from gnt.generation.transformers_backend import TransformersBackend
+
+    cli = _cli()
+    out = tmp_path / "eval"
+    argv = ["wmt24", str(ROOT), "--lang", "es", "--out", str(out), "--run", str(eval_tiny_run), "--model",
+            str(tiny_model_dir), "--recipe", str(RECIPES_DIR / "templated-tiny.yaml"), "--limit", "3", "--quiet",
+            "--bootstrap", "20", "max_new_tokens=6"]
+    assert cli.main(argv) == 0
+    summary = read_json(out / "wmt24" / "summary.json")
+    assert set(summary["systems"]) == {"Gendered", "Neutral", "base", "sft/checkpoint-1", "sft/checkpoint-2"}
+    assert summary["segments"]["scored"] == 3
+    assert summary["systems"]["sft/checkpoint-2"]["kind"] == "model"
+    assert summary["systems"]["sft/checkpoint-2"]["leakage"]["status"] == "checked"
+    assert len(read_jsonl(out / "cache" / "generations.jsonl")) == 3 * 3
+    loads = TransformersBackend.loads
+    assert cli.main(argv) == 0  # rerun: every translation comes from the sweep's cache
+    assert TransformersBackend.loads == loads
+
+
+def test_report_block_ranks_the_systems(tmp_path):
+    from gnt.report.wmt24 import wmt24_blocks
+
+    run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out=str(tmp_path), bootstrap_samples=20, plots=False))
+    data: dict = {}
+    blocks = wmt24_blocks(tmp_path, tmp_path / "figures", data)
+    table = next(b for b in blocks if getattr(b, "name", None) == "wmt24")
+    assert [row[0] for row in table.rows] == ["Neutral", "Gendered"]  # ΔN omission 1.0 before 0.0
+    assert table.rows[0][1].startswith("+1.000")
+    assert set(data["wmt24"]["systems"]) == {"Neutral", "Gendered"}
+    assert wmt24_blocks(tmp_path / "elsewhere", tmp_path / "figures", {}) == []
