@@ -49,3 +49,14 @@ def check_request_body(body: dict[str, Any], model: type):
     if unknown:
         raise UnknownKeys(f"fields {model.__name__} of vLLM would ignore: {unknown}")
     return model.model_validate(body)
+
+
+def check_structured_outputs(kwargs: dict[str, Any]):
+    """``StructuredOutputsParams(**kwargs)``, refusing names it does not have: vLLM's class ignores unknown keyword
+    arguments (a misspelt ``disable_any_whitespace`` would be dropped without a word)."""
+    from vllm.sampling_params import StructuredOutputsParams
+
+    unknown = sorted(set(kwargs) - {f.name for f in dataclasses.fields(StructuredOutputsParams) if f.init})
+    if unknown:
+        raise UnknownKeys(f"not StructuredOutputsParams fields: {unknown}")
+    return StructuredOutputsParams(**kwargs)

@@ -15,7 +15,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from contract import UnknownKeys, check_llm_kwargs, check_request_body
+from contract import UnknownKeys, check_llm_kwargs, check_request_body, check_structured_outputs
 
 from gnt.data.entry import LANGUAGES
 from gnt.generation.base import Adapter, Constraint, DecodingParams, GenerationRequest
@@ -76,7 +76,7 @@ def test_grid_requests_become_real_sampling_params_with_a_regex_vllm_compiles(ti
     from vllm.sampling_params import SamplingType, StructuredOutputsParams
     from vllm.v1.structured_output.backend_xgrammar import validate_xgrammar_grammar
 
-    from gnt.generation.vllm_backend import VLLMBackend
+    from gnt.generation.vllm_backend import VLLMBackend, sampling_kwargs
     from gnt.output_format import output_regex
 
     requests = grid_requests(tiny_model_dir)
@@ -84,6 +84,7 @@ def test_grid_requests_become_real_sampling_params_with_a_regex_vllm_compiles(ti
     assert {r.constraint.value for r in requests} == {output_regex(lang) for lang in LANGUAGES}
     compiled: set[str] = set()
     for request in requests:
+        check_structured_outputs(sampling_kwargs(request)["structured_outputs"])
         params = backend.sampling_params(request)
         assert isinstance(params, SamplingParams) and isinstance(params.structured_outputs, StructuredOutputsParams)
         assert params.structured_outputs.regex == request.constraint.value
@@ -100,7 +101,7 @@ def test_every_judge_request_becomes_real_sampling_params_with_a_schema_vllm_com
 ) -> None:
     from vllm.v1.structured_output.backend_xgrammar import validate_xgrammar_grammar
 
-    from gnt.generation.vllm_backend import VLLMBackend
+    from gnt.generation.vllm_backend import VLLMBackend, sampling_kwargs
     from gnt.judge.config import load_judge_recipe
     from gnt.judge.llm_judge import JudgeItem, LLMJudge
     from gnt.judge.schema import FORMATS
@@ -111,6 +112,7 @@ def test_every_judge_request_becomes_real_sampling_params_with_a_schema_vllm_com
         judge = LLMJudge(backend, recipe.judge_config(name))
         for attempt in (0, 1):  # a retry samples: temperature > 0 brings top_p
             request = judge.request(JudgeItem("it", "The doctors arrived.", "Il personale medico è arrivato."), attempt)
+            check_structured_outputs(sampling_kwargs(request)["structured_outputs"])
             params = backend.sampling_params(request)
             assert params.structured_outputs.json == judge.constraint.value
             assert params.structured_outputs.disable_any_whitespace
@@ -149,6 +151,7 @@ def test_lora_requests_the_generate_call_and_its_outputs_match_vllm(tiny_model_d
                                   [CompletionOutput(0, "<it> **NEUTRAL** [x]", [1, 2, 3], None, None, finish_reason="stop")],
                                   True) for i, p in enumerate(prompts)]
 
+    assert backend.tokenizer is not None  # the backend's own tokenizer (an engine would hand out the same one)
     backend._llm = Engine()
     constraint = Constraint("regex", r"<it> .*")
     requests = [GenerationRequest.from_messages([{"role": "user", "content": "Ciao"}], adapter, constraint,
@@ -187,9 +190,13 @@ def test_http_bodies_are_valid_vllm_serve_chat_completion_requests(tiny_model_di
         check_request_body(old, ChatCompletionRequest)
 
 
-def test_the_vllm_serve_command_of_the_http_recipe_parses() -> None:
+def test_the_vllm_serve_command_of_the_http_recipe_parses(monkeypatch) -> None:
     from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.platforms import current_platform
     from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    # the parser's defaults build a DeviceConfig, which needs a device type; without a GPU there is none
+    monkeypatch.setattr(current_platform, "device_type", "cuda", raising=False)
 
     text = (RECIPES_DIR / "eval-http.yaml").read_text(encoding="utf-8")
     lines = re.findall(r"^#\s*(vllm serve .*?)$\n(?:^#\s*(.*)$)?", text, flags=re.M)
@@ -221,8 +228,9 @@ def test_a_misspelt_key_fails_each_check(tiny_model_dir: Path) -> None:
     SamplingParams(**kwargs, structured_outputs=StructuredOutputsParams(**structured))  # as built: fine
     with pytest.raises(TypeError, match="max_token"):
         SamplingParams(**{**kwargs, "max_token": 8})
-    with pytest.raises(TypeError, match="regx"):
-        StructuredOutputsParams(regx=structured["regex"])
+    with pytest.raises(UnknownKeys, match="disable_any_whitspace"):  # vLLM itself would drop it silently
+        check_structured_outputs({**structured, "disable_any_whitspace": True})
+    assert not StructuredOutputsParams(**structured, disable_any_whitspace=True).disable_any_whitespace
     body = HTTPBackend("http://localhost:8000/v1", "m").body(request)
     body["structured_output"] = body.pop("structured_outputs")
     with pytest.raises(UnknownKeys, match="structured_output"):
