@@ -254,7 +254,7 @@ def test_fsdp_on_cpu_is_refused_not_silently_run_as_ddp(tmp_path: Path, tiny_mod
     argv = [*ACCELERATE, "--config_file", str(CONFIGS / "fsdp.yaml"), "--main_process_port", str(free_port()),
             "--num_processes", "2", "--mixed_precision", "no", "train/sft.py", str(RECIPES / "tiny.yaml"),
             *tiny_overrides(tiny_model_dir, training_data_dir, out, "max_steps=2", "save_steps=2", "report_to=none")]
-    launch = run(argv, clean_env(), tmp_path / "fsdp.log")
+    launch = run(argv, clean_env(), tmp_path / "fsdp.log", timeout=900)
     assert launch.returncode != 0 and "error: FSDP cannot run without a GPU" in launch.output
     assert "accelerate/multi_cpu.yaml" in launch.output
     assert not (out / "checkpoint-2").exists() and "finished training" not in launch.output
