@@ -1,6 +1,7 @@
 # gnt-align: two commands for a fresh machine with only Python 3.11.
 #   make demo   install (once) and run the demo chain on the offline model and the bundled sample
 #   make test   install (once) and run the test suite
+#   make test-vllm   build .venv-vllm (once, ~12 min, ~10 GB) and check what the project sends vLLM against vLLM 0.33
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -12,7 +13,11 @@ export GNT_CACHE_DIR ?= $(HOME)/.cache/gnt-align
 GNT_COMET_VENV ?= .venv-comet
 COMET_STAMP    := $(GNT_COMET_VENV)/.gnt-comet-installed
 
-.PHONY: demo test test-fast lint bench install comet-env clean
+# vLLM contract tests: the real vllm 0.33.0 (CPU is enough to construct its classes) in its own environment.
+GNT_VLLM_VENV ?= .venv-vllm
+VLLM_STAMP    := $(GNT_VLLM_VENV)/.gnt-vllm-installed
+
+.PHONY: demo test test-fast test-vllm lint bench install comet-env vllm-env clean
 
 $(STAMP): pyproject.toml constraints-cpu.txt scripts/install.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/install.sh
@@ -25,6 +30,11 @@ $(COMET_STAMP): comet-requirements.txt scripts/comet_env.sh
 
 comet-env: $(COMET_STAMP)
 
+$(VLLM_STAMP): vllm-requirements.txt scripts/vllm_env.sh
+	PYTHON=$(PYTHON) GNT_VLLM_VENV=$(GNT_VLLM_VENV) bash scripts/vllm_env.sh
+
+vllm-env: $(VLLM_STAMP)
+
 # MODEL=smollm (default: SmolLM2-135M-Instruct, a real instruct model, en-it + en-es) or MODEL=tiny (the offline
 # tiny random Qwen2: every code path in ~3 min, its outputs are noise)
 MODEL ?= smollm
@@ -36,6 +46,10 @@ test: $(STAMP) $(COMET_STAMP)
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# tests_vllm/ is outside the main suite's testpaths: `make test` never collects it, this target only
+test-vllm: $(VLLM_STAMP)
+	$(GNT_VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests_vllm
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

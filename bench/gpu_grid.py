@@ -17,6 +17,11 @@ Stages (each in its own process, so vLLM's and the trainer's GPU memory never ov
              after warm-up steps, peak GPU memory
   sft-qlora  recipes/qwen-qlora.yaml (4-bit NF4 base, LoRA r=64): the same figures
 
+Without vLLM (``--backend auto`` on a machine that lacks it, or ``--backend transformers``) the grid stage runs the
+project's transformers backend instead, in bf16 on the GPU with large batches (and whatever prefix reuse that
+backend does): it cannot finish 72,000 generations in 10 minutes, so it runs ``--rows-per-lang`` rows (default 20:
+960 generations) and records its generations/s and the full grid's time extrapolated from them, labelled as such.
+
 Random weights never choose to stop, so every generation runs to the token cap. The default cap (96) is about
 the length of a real answer (``<it> **LABEL** [translation]`` of a ~25-word sentence); ``--max-new-tokens 256`` is
 the recipe's cap, a worst case. The tokenizer is the tiny model's (offline, 2,048 tokens; it makes the prompts
@@ -25,6 +30,8 @@ the recipe's cap, a worst case. The tokenizer is the tiny model's (offline, 2,04
     python bench/gpu_grid.py                       # all stages on an H200 (needs vllm, trl, peft, bitsandbytes)
     python bench/gpu_grid.py --stages grid         # one stage again (the --work folder is reused)
     python bench/gpu_grid.py --smoke               # CPU: tiny fake model, the transformers backend instead of vLLM
+    python bench/gpu_grid.py --backend transformers  # an H200 without vLLM (auto picks it when vllm is missing)
+    bash scripts/gpu_check.sh                      # the prepared <= 10-minute GPU session (either backend)
     python bench/gpu_grid.py --fake-backend --stages build,grid   # the sweep's own overhead for the full grid
 
 Writes bench/results/gpu_grid.json (``--smoke``: gpu_grid_smoke.json; ``--fake-backend``: gpu_grid_overhead.json),
@@ -79,6 +86,8 @@ ROWS_PER_LANGUAGE = 1500
 STAGES = ("build", "grid", "sft-lora", "sft-qlora")
 MARKER = "GNT-GPU-GRID "
 GOALS = {"grid_wall_seconds": "<= 600 (72,000 generations, one H200)"}
+TRANSFORMERS_ROWS_PER_LANGUAGE = 20
+FULL_GRID = 4 * 4 * 3 * ROWS_PER_LANGUAGE
 SFT_RECIPES = {"sft-lora": ROOT / "recipes" / "qwen.yaml", "sft-qlora": ROOT / "recipes" / "qwen-qlora.yaml"}
 
 
@@ -87,14 +96,25 @@ SFT_RECIPES = {"sft-lora": ROOT / "recipes" / "qwen.yaml", "sft-qlora": ROOT / "
 # ------------------------------------------------------------------------------------------------------------------
 
 
-def missing_requirements(stages: Sequence[str], smoke: bool, fake: bool) -> list[str]:
+def resolve_backend(choice: str, smoke: bool) -> str:
+    """The grid's backend: ``auto`` is vLLM where it is installed and the transformers backend elsewhere."""
+    import importlib.util
+
+    if smoke:
+        return "transformers"
+    if choice == "auto":
+        return "vllm" if importlib.util.find_spec("vllm") is not None else "transformers"
+    return choice
+
+
+def missing_requirements(stages: Sequence[str], smoke: bool, fake: bool, backend: str = "vllm") -> list[str]:
     """What this machine lacks for the selected stages, each with its fix (checked before minutes of work)."""
     import importlib.util
 
     problems = []
     needs = {"torch": "build", "transformers": "build", "peft": "build", "datasets": "build"}
     if "grid" in stages and not fake:
-        needs["xgrammar" if smoke else "vllm"] = "grid"
+        needs["vllm" if backend == "vllm" else "xgrammar"] = "grid"
     for stage in ("sft-lora", "sft-qlora"):
         if stage in stages:
             needs.update(trl=stage, accelerate=stage)
@@ -268,8 +288,12 @@ def prompt_token_stats(model_dir: Path, cells: Sequence[Any], source: str) -> di
     return {"min": min(lengths), "mean": round(sum(lengths) / len(lengths), 1), "max": max(lengths)}
 
 
-def stage_grid(work: Path, smoke: bool, fake: bool, max_new_tokens: int, bootstrap: int) -> dict[str, Any]:
-    """The full grid over the adapter (vLLM; transformers in ``--smoke``; instant in ``--fake-backend``)."""
+def stage_grid(work: Path, smoke: bool, fake: bool, max_new_tokens: int, bootstrap: int, backend: str = "vllm",
+               batch_size: int = 64, rows_per_lang: int | None = None) -> dict[str, Any]:
+    """The grid over the adapter (vLLM, or the transformers backend in bf16 on the GPU; transformers on CPU in
+    ``--smoke``; instant in ``--fake-backend``). ``rows_per_lang`` evaluates only that many of the built rows."""
+    import torch
+
     from gnt.evaluation.config import load_eval_config
     from gnt.evaluation.results import GENERATIONS, load_summary, model_dir
     from gnt.evaluation.sweep import run_sweep
@@ -278,12 +302,20 @@ def stage_grid(work: Path, smoke: bool, fake: bool, max_new_tokens: int, bootstr
 
     out = work / "eval"
     shutil.rmtree(out, ignore_errors=True)
-    recipe = ROOT / "recipes" / ("eval.yaml" if smoke else "eval-vllm.yaml")
+    recipe = ROOT / "recipes" / ("eval.yaml" if smoke or backend == "transformers" else "eval-vllm.yaml")
     overrides: list[tuple[str, Any]] = [("include_base", False), ("max_new_tokens", max_new_tokens),
                                         ("bootstrap_samples", bootstrap), ("progress", not smoke)]
     if smoke:
         overrides += [("backend", "transformers"), ("device", "cpu"), ("dtype", "float32"), ("cpu_threads", 1),
                       ("batch_size", 8), ("chunk_size", 64)]
+    elif backend == "transformers" and not fake:
+        overrides += [("backend", "transformers"), ("device", "cuda"), ("dtype", "bfloat16"),
+                      ("batch_size", batch_size), ("chunk_size", 8 * batch_size)]
+    if rows_per_lang:
+        overrides.append(("rows_per_lang", rows_per_lang))
+    cuda = torch.cuda.is_available() and not smoke and not fake
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     config = load_eval_config(recipe, overrides, adapters=[str(work / "adapter")], model=str(work / "model"),
                               mgente=str(work / "mgente"), out_dir=str(out))
     timing: dict[str, Any] = {"rerun": False}
@@ -294,6 +326,8 @@ def stage_grid(work: Path, smoke: bool, fake: bool, max_new_tokens: int, bootstr
         backend = InstantBackend() if fake else make_backend(cfg, base_model, adapter_paths)
         if cfg.backend == "vllm" and not fake and not timing["rerun"]:
             _ = backend.llm  # start the engine here, so its start-up is reported apart from generation
+        elif cfg.backend == "transformers" and not fake and not timing["rerun"]:
+            backend._ensure_model()  # the same for the model load (the backend otherwise loads on first use)
         timing["engine_start_seconds"] = time.perf_counter() - started
         timed = TimedBackend(backend)
         timing["backend"] = timed
@@ -315,7 +349,18 @@ def stage_grid(work: Path, smoke: bool, fake: bool, max_new_tokens: int, bootstr
     run_sweep(config, backend_factory=factory)
     rerun_wall = time.perf_counter() - rerun_started
     rerun_counts = load_summary(out)["models"][0]["counts"]
+    per_s = counts["generated"] / generate_seconds if generate_seconds else None
+    extra: dict[str, Any] = {}
+    if cuda:
+        extra["peak_gpu_memory_allocated_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+    if config.backend == "transformers" and not smoke and not fake:
+        extra.update(batch_size=config.batch_size, chunk_size=config.chunk_size, dtype=config.dtype)
+    if not smoke and not fake and counts["requests"] < FULL_GRID:
+        extra.update(full_grid_seconds_extrapolated=round(FULL_GRID / per_s, 1) if per_s else None,
+                     note=f"{config.backend} backend: {counts['requests']} of the grid's {FULL_GRID:,} generations "
+                          "run; the full-grid time is extrapolated from their generations/s")
     return {
+        **extra,
         "backend": "instant-fake" if fake else config.backend,
         "recipe": str(recipe.relative_to(ROOT)),
         "cells": len(cells),
@@ -329,7 +374,7 @@ def stage_grid(work: Path, smoke: bool, fake: bool, max_new_tokens: int, bootstr
         "engine_start_seconds": round(timing["engine_start_seconds"], 1),
         "generate_seconds": round(generate_seconds, 1),
         "sweep_overhead_seconds": round(wall - timing["engine_start_seconds"] - generate_seconds, 1),
-        "generations_per_s": round(counts["generated"] / generate_seconds, 1) if generate_seconds else None,
+        "generations_per_s": round(per_s, 1) if per_s else None,
         "generations_per_s_overall": round(counts["requests"] / wall, 1),
         "output_tokens_mean": round(sum(tokens) / len(tokens), 1) if tokens else None,
         "output_tokens_per_s": round(sum(tokens) / generate_seconds, 1) if generate_seconds else None,
@@ -434,7 +479,8 @@ def run_stage(args: argparse.Namespace) -> dict[str, Any]:
     if args.child == "build":
         return stage_build(work, args.smoke or args.fake_backend, args.tokenizer, args.rows_per_lang)
     if args.child == "grid":
-        return stage_grid(work, args.smoke, args.fake_backend, args.max_new_tokens, args.bootstrap_samples)
+        return stage_grid(work, args.smoke, args.fake_backend, args.max_new_tokens, args.bootstrap_samples,
+                          args.backend, args.batch_size, args.grid_rows_per_lang)
     return stage_sft(work, args.smoke, args.child, args.sft_steps, args.warmup_steps)
 
 
@@ -465,9 +511,11 @@ def spawn(stage: str, argv: list[str], log: Path) -> dict[str, Any]:
     return result
 
 
-def record_name(smoke: bool, fake: bool) -> str:
-    """One record per mode, so a CPU smoke run never overwrites the H200 figures."""
-    return "gpu_grid_smoke" if smoke else "gpu_grid_overhead" if fake else "gpu_grid"
+def record_name(smoke: bool, fake: bool, backend: str = "vllm") -> str:
+    """One record per mode, so a CPU smoke run (or a GPU run without vLLM) never overwrites the H200 vLLM figures."""
+    if smoke or fake:
+        return "gpu_grid_smoke" if smoke else "gpu_grid_overhead"
+    return "gpu_grid" if backend == "vllm" else "gpu_grid_transformers"
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -484,6 +532,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated subset of {','.join(STAGES)}")
     parser.add_argument("--work", default=str(ROOT / "outputs" / "gpu-grid"), help="working folder (reused)")
     parser.add_argument("--tokenizer", choices=("tiny", "smollm"), default="tiny")
+    parser.add_argument("--backend", choices=("auto", "vllm", "transformers"), default="auto",
+                        help="the grid's backend; auto: vLLM if installed, else transformers (bf16, batched)")
+    parser.add_argument("--batch-size", type=int, default=64, help="transformers backend on GPU: batch size")
+    parser.add_argument("--grid-rows-per-lang", type=int, default=None,
+                        help=f"rows per language the grid evaluates (default: all with vLLM, "
+                             f"{TRANSFORMERS_ROWS_PER_LANGUAGE} with transformers on GPU)")
     parser.add_argument("--rows-per-lang", type=int, default=None, help="default 1,500 (--smoke: 1)")
     parser.add_argument("--max-new-tokens", type=int, default=None, help="default 96 (--smoke: 8)")
     parser.add_argument("--bootstrap-samples", type=int, default=1000)
@@ -496,6 +550,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args.max_new_tokens = args.max_new_tokens or (8 if smoke else 96)
     args.sft_steps = args.sft_steps or (3 if smoke else 12)
     args.warmup_steps = args.warmup_steps if args.warmup_steps is not None else (1 if smoke else 2)
+    args.backend = resolve_backend(args.backend, smoke or args.fake_backend)
+    if args.grid_rows_per_lang is None and args.backend == "transformers" and not smoke and not args.fake_backend:
+        args.grid_rows_per_lang = TRANSFORMERS_ROWS_PER_LANGUAGE
 
     if args.child:
         print(MARKER + json.dumps(run_stage(args)), flush=True)
@@ -507,22 +564,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         parser.error(f"unknown stage(s) {unknown}; valid: {', '.join(STAGES)}")
     if args.fake_backend:
         stages = [s for s in stages if s in ("build", "grid")]
-    problems = missing_requirements(stages, smoke, args.fake_backend)
+    problems = missing_requirements(stages, smoke, args.fake_backend, args.backend)
     if problems:
         print("gpu_grid: cannot run here:\n  " + "\n  ".join(problems), file=sys.stderr)
         raise SystemExit(2)
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    name = record_name(smoke, args.fake_backend)
+    name = record_name(smoke, args.fake_backend, args.backend)
     previous = RESULTS_DIR / f"{name}.json"
     figures: dict[str, Any] = json.loads(previous.read_text(encoding="utf-8"))["figures"] if previous.is_file() else {}
     figures["mode"] = ("smoke: tiny fake model on CPU, transformers backend instead of vLLM" if smoke else
                        "fake backend: the sweep's own overhead, no model" if args.fake_backend else
-                       "Qwen2.5-7B architecture, random weights, vLLM + LoRA adapter")
+                       f"Qwen2.5-7B architecture, random weights, {args.backend} + LoRA adapter")
     child_argv = ["--work", str(work), "--tokenizer", args.tokenizer, "--rows-per-lang", str(args.rows_per_lang),
                   "--max-new-tokens", str(args.max_new_tokens), "--bootstrap-samples", str(args.bootstrap_samples),
-                  "--sft-steps", str(args.sft_steps), "--warmup-steps", str(args.warmup_steps)]
+                  "--sft-steps", str(args.sft_steps), "--warmup-steps", str(args.warmup_steps),
+                  "--backend", args.backend, "--batch-size", str(args.batch_size)]
+    child_argv += ["--grid-rows-per-lang", str(args.grid_rows_per_lang)] if args.grid_rows_per_lang else []
     child_argv += ["--smoke"] if smoke else []
     child_argv += ["--fake-backend"] if args.fake_backend else []
     for stage in stages:
@@ -545,13 +604,19 @@ def report(figures: dict[str, Any], name: str) -> None:
     if "grid_wall_seconds" in grid:
         met = grid["grid_wall_seconds"] <= 600 and grid["failed"] == 0
         verdict = "met" if met else "MISSED"
-        if name != "gpu_grid":
+        if name == "gpu_grid_transformers":
+            verdict = f"n/a: transformers backend, {grid['generations']} generations"
+        elif name != "gpu_grid":
             verdict = "n/a outside the H200 run"
         rows += [
             ("grid generations", grid["generations"], "4 langs x 4 configs x 3 shots x rows"),
             ("grid wall seconds", grid["grid_wall_seconds"], f"{GOALS['grid_wall_seconds']}  {verdict}"),
             ("engine start seconds", grid["engine_start_seconds"], "inside the wall time"),
-            ("generations/s (in backend)", grid["generations_per_s"], ""),
+            ("generations/s (in backend)", grid["generations_per_s"], grid.get("backend", "")),
+            *([("full grid seconds (extrapolated)", grid["full_grid_seconds_extrapolated"], "72,000 / generations/s")]
+              if "full_grid_seconds_extrapolated" in grid else []),
+            *([("grid peak GPU memory GiB", grid["peak_gpu_memory_allocated_gib"], "allocated")]
+              if "peak_gpu_memory_allocated_gib" in grid else []),
             ("sweep overhead seconds", grid["sweep_overhead_seconds"], "rendering, cache, records, metrics"),
             ("output tokens mean / at cap", f"{grid['output_tokens_mean']} / {grid['finished_at_cap_share']}",
              f"cap {grid['max_new_tokens']}"),

@@ -4,9 +4,12 @@
     python eval/evaluate.py recipes/eval.yaml --run runs/sft --run runs/dpo
     python eval/evaluate.py recipes/eval-tiny.yaml --model Qwen/Qwen2.5-0.5B-Instruct --mgente data/sample
     python eval/evaluate.py recipes/eval.yaml --run runs/sft langs=it,de shots=4 backend=vllm
+    python eval/evaluate.py recipes/eval.yaml --run runs/sft backend=vllm shard=0/4   # worker 0 of 4 (+ 1/4 ...)
+    python eval/evaluate.py recipes/eval.yaml --run runs/sft backend=vllm shard=merge # results from the cache
 
 Flags name what to evaluate; anything else is a recipe key as ``key=value`` (or ``--key value``). Results go to
 ``out_dir`` (see gnt/evaluation/results.py for the layout); a rerun only computes what is missing.
+``shard=i/n`` workers share one ``out_dir`` (one filesystem); the last one to finish merges, or run shard=merge.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gnt.data.errors import DataError, DataErrors  # noqa: E402
 from gnt.evaluation.cli import parse_eval_args, recipe_overrides, run_eval_main  # noqa: E402
 from gnt.evaluation.config import load_eval_config  # noqa: E402
+from gnt.evaluation.shard import ShardsIncomplete  # noqa: E402
 from gnt.evaluation.sweep import GenerationFailure, run_sweep  # noqa: E402
 from gnt.recipe import RecipeError  # noqa: E402
 
@@ -52,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # a dead server or a model that does not load exits 1
     return run_eval_main(
-        run, usage_errors=(RecipeError, DataError, DataErrors), failures=(GenerationFailure, OSError)
+        run, usage_errors=(RecipeError, DataError, DataErrors), failures=(GenerationFailure, ShardsIncomplete, OSError)
     )
 
 

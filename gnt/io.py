@@ -49,10 +49,14 @@ def write_jsonl(path: str | Path, records: Iterable[dict]) -> int:
     return len(lines)
 
 
-def read_jsonl(path: str | Path, *, skip_bad: bool = False) -> list[dict]:
-    """Read JSON lines. With ``skip_bad`` a truncated or corrupt line (a killed writer) is skipped, not fatal."""
+def read_jsonl(path: str | Path, *, skip_bad: bool = False, shared_lock: bool = False) -> list[dict]:
+    """Read JSON lines. With ``skip_bad`` a truncated or corrupt line (a killed writer) is skipped, not fatal.
+
+    ``shared_lock`` reads under a shared ``flock``, so a file that other processes append to through
+    :func:`append_jsonl` is read between appends, never halfway through one.
+    """
     records = []
-    with open(path, encoding="utf-8") as handle:
+    with open(path, encoding="utf-8") as handle, locked(handle, exclusive=False) if shared_lock else contextlib.nullcontext():
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -65,21 +69,40 @@ def read_jsonl(path: str | Path, *, skip_bad: bool = False) -> list[dict]:
 
 
 def append_jsonl(path: str | Path, records: Iterable[dict]) -> None:
-    """Append records as one write + fsync; a crash can at worst leave one truncated last line (readers skip it)."""
-    payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    """Append records as one locked write + fsync; safe for several processes appending to one file.
+
+    An exclusive ``flock`` on the file is held for the whole append, so records of concurrent writers (sharded
+    sweep workers sharing one generation cache) never interleave, and the truncated-line check below cannot race
+    another writer. A crash can at worst leave one truncated last line, which readers skip and the next append
+    closes with a newline. (``flock`` is advisory and per open file: every writer must go through here.)
+    """
+    payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
     if not payload:
         return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as handle:
-        if handle.tell() > 0:
+    with open(path, "ab") as handle, locked(handle, exclusive=True):
+        if handle.seek(0, os.SEEK_END) > 0:
             with open(path, "rb") as check:
                 check.seek(-1, os.SEEK_END)
                 if check.read(1) != b"\n":
-                    handle.write("\n")  # close a truncated line so the new records start clean
-        handle.write(payload)
-        handle.flush()
+                    payload = b"\n" + payload  # close a truncated line so the new records start clean
+        view = memoryview(payload)
+        while view:  # os.write may write less than asked (signals, large payloads)
+            view = view[os.write(handle.fileno(), view):]
         os.fsync(handle.fileno())
+
+
+@contextlib.contextmanager
+def locked(handle: Any, *, exclusive: bool) -> Iterator[None]:
+    """Hold an advisory ``flock`` on an open file for the block (shared for readers, exclusive for writers)."""
+    import fcntl
+
+    fcntl.flock(handle.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    try:
+        yield
+    finally:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager

@@ -317,3 +317,17 @@ def test_qlora_4bit_on_cpu_then_merge_into_the_unquantized_base(tmp_path: Path, 
     ids = torch.tensor([[5, 17, 33, 2]])
     with torch.no_grad():
         torch.testing.assert_close(merged(ids).logits, with_adapter(ids).logits, atol=1e-4, rtol=1e-4)
+
+
+def test_an_fsdp_launch_without_gpu_is_refused_but_its_dry_run_validates(monkeypatch) -> None:
+    from gnt.training.world import FSDPNeedsGPU, adapt_to_launch, has_accelerator
+
+    if has_accelerator():
+        pytest.skip("FSDP runs for real where a GPU is visible")  # only on GPU machines, never on CI's CPU
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+    with pytest.raises(FSDPNeedsGPU, match="would train plain DDP"):
+        adapt_to_launch({"bf16": False})
+    kwargs = {"bf16": False}
+    notes = adapt_to_launch(kwargs, dry_run=True)
+    assert any("FSDP itself needs GPUs" in n for n in notes) and kwargs["use_cpu"] is True

@@ -247,6 +247,19 @@ def test_deepspeed_zero3_two_processes_saves_whole_lora_weights(zero3, tiny_mode
     assert shapes == {(8, 64)}  # gathered, not ZeRO-3 partitions
 
 
+def test_fsdp_on_cpu_is_refused_not_silently_run_as_ddp(tmp_path: Path, tiny_model_dir: Path,
+                                                       training_data_dir: Path) -> None:
+    """accelerate enables FSDP only for GPU process groups: on CPU the shipped FSDP config would train as DDP."""
+    out = tmp_path / "run"
+    argv = [*ACCELERATE, "--config_file", str(CONFIGS / "fsdp.yaml"), "--main_process_port", str(free_port()),
+            "--num_processes", "2", "--mixed_precision", "no", "train/sft.py", str(RECIPES / "tiny.yaml"),
+            *tiny_overrides(tiny_model_dir, training_data_dir, out, "max_steps=2", "save_steps=2", "report_to=none")]
+    launch = run(argv, clean_env(), tmp_path / "fsdp.log", timeout=900)
+    assert launch.returncode != 0 and "error: FSDP cannot run without a GPU" in launch.output
+    assert "accelerate/multi_cpu.yaml" in launch.output
+    assert not (out / "checkpoint-2").exists() and "finished training" not in launch.output
+
+
 def test_ddp_and_zero_runs_learn_the_same_adapter(ddp, zero2, zero3) -> None:
     reference = adapter(ddp[1])
     for _, out in (zero2, zero3):

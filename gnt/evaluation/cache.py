@@ -1,9 +1,14 @@
 """A content-addressed, append-only generation cache shared by every model of a sweep (and by reruns).
 
 Each line is one finished generation keyed by :meth:`GenerationRequest.key` (model identity, adapter weights hash,
-prompt turns, constraint, decoding params). Lines are appended one batch per write + fsync, so a killed sweep
+prompt turns, constraint, decoding params). Lines are appended one batch per locked write + fsync, so a killed sweep
 loses at most the batch in flight and leaves at worst one truncated last line, which the reader skips. Failed
 generations (a backend error) are not cached: a rerun retries them.
+
+Several processes may share one cache file (the workers of a sharded sweep, on one machine or on nodes sharing a
+filesystem): appends hold an exclusive ``flock`` and loads a shared one (:func:`gnt.io.append_jsonl`), so no
+record is lost or torn. Each process sees the entries present when it loaded the file plus its own; the merge step
+of a sharded sweep loads the file again to see everyone's.
 
 :class:`CachedBackend` puts the cache in front of any backend, so callers (the sweep, the judge) keep speaking
 the one :class:`GenerationBackend` interface and count hits and misses for their records.
@@ -20,14 +25,14 @@ from gnt.io import append_jsonl, read_jsonl
 
 
 class GenerationCache:
-    """``key -> Generation`` backed by one JSONL file; safe to share between threads of one process."""
+    """``key -> Generation`` backed by one JSONL file; safe to share between threads and between processes."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._entries: dict[str, Generation] = {}
         self._lock = threading.Lock()
         if self.path.is_file():
-            for record in read_jsonl(self.path, skip_bad=True):
+            for record in read_jsonl(self.path, skip_bad=True, shared_lock=True):
                 if isinstance(record, dict) and isinstance(record.get("key"), str) and "text" in record:
                     self._entries[record["key"]] = Generation(
                         record["text"], None, record.get("n_tokens"), record.get("finish_reason")

@@ -84,6 +84,10 @@ class EvalConfig:
     bootstrap_seed: int = 0
     alpha: float = 0.05
     progress: bool = True
+    # scale-out
+    shard: str | None = field(
+        default=None, metadata={"help": "i/n: generate worker i's share (0 <= i < n) into the cache; merge: build results"}
+    )
     recipe: str | None = field(default=None, metadata={"help": "set by the loader: the recipe file"})
 
     def cells(self) -> list[Cell]:
@@ -106,6 +110,9 @@ class EvalConfig:
             raise RecipeError("rows_per_lang must be positive (or null for all rows)")
         if not 0 < self.alpha < 1:
             raise RecipeError("alpha must be between 0 and 1")
+        from gnt.evaluation.shard import parse_shard
+
+        parse_shard(self.shard)
         return self
 
 

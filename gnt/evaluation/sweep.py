@@ -11,14 +11,18 @@ in one append, so after a kill every chunk is either fully cached or fully missi
 exactly the same batches to the model as an uninterrupted one. Batched generation with padding is only
 reproducible for identical batches, so this is what makes a resumed sweep's metrics identical. Only about one
 chunk and one cell of prompts are held in memory at a time (a full-grid model is 72,000 prompts of a few KB each).
+
+``shard=i/n`` runs worker i's share of those chunks and ``shard=merge`` builds the results from the cache
+(:mod:`gnt.evaluation.shard`); the last worker to finish merges by itself.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -49,8 +53,20 @@ from gnt.evaluation.results import (
     update_summary,
 )
 from gnt.evaluation.rows import load_rows
+from gnt.evaluation.shard import (
+    MERGE,
+    SHARD_FORMAT,
+    ChunkStream,
+    Shard,
+    ShardsIncomplete,
+    merge_lock,
+    owners,
+    parse_shard,
+    shard_record_path,
+    shard_records,
+)
 from gnt.generation.base import Constraint, DecodingParams, GenerationBackend, GenerationRequest
-from gnt.io import read_json, write_json, write_jsonl
+from gnt.io import hash_json, read_json, write_json, write_jsonl
 from gnt.output_format import output_regex
 from gnt.prompts.grid import Cell, GridPrompt, PromptGrid
 from gnt.records import environment_record
@@ -58,6 +74,7 @@ from gnt.records import environment_record
 log = logging.getLogger("gnt.evaluation")
 
 BackendFactory = Callable[[EvalConfig, str, Sequence[str]], GenerationBackend]
+WorkItem = tuple[tuple[int, int], Entry, Cell, GridPrompt, GenerationRequest]
 MAX_FAILED_CHUNKS = 3
 """Consecutive chunks whose every request failed before the sweep stops: a wrong model path or a dead server
 should cost a minute, not 72,000 recorded failures."""
@@ -95,10 +112,8 @@ class _ModelEvaluation:
 
     def run(self, model: ModelUnderTest, backend: CachedBackend, system_role: bool) -> list[dict]:
         """Generate the model's requests as one stream of fixed chunks; records in (cell, row) order."""
-        total = sum(1 for cell in self.cells for e in self.entries if e.lang == cell.lang)
         records: dict[tuple[int, int], dict] = {}
-        pending: list[tuple[tuple[int, int], Entry, Cell, GridPrompt, GenerationRequest]] = []
-        bar = tqdm(total=total, desc=model.name, unit="gen", disable=not self.config.progress, leave=False)
+        bar = tqdm(total=self.total, desc=model.name, unit="gen", disable=not self.config.progress, leave=False)
         failed_chunks = [0]
 
         def flush(chunk: list) -> None:
@@ -119,6 +134,19 @@ class _ModelEvaluation:
             bar.update(len(chunk))
             bar.set_postfix(cached=backend.hits, generated=backend.misses, refresh=False)
 
+        for chunk in self.chunks(model, system_role):
+            flush(chunk)
+        bar.close()
+        return [records[order] for order in sorted(records)]
+
+    @property
+    def total(self) -> int:
+        """Requests per model (each row in every selected cell of its language)."""
+        return sum(1 for cell in self.cells for e in self.entries if e.lang == cell.lang)
+
+    def chunks(self, model: ModelUnderTest, system_role: bool) -> Iterator[list[WorkItem]]:
+        """The model's request stream cut into ``chunk_size`` chunks: what one backend call receives."""
+        pending: list[WorkItem] = []
         for cell_index, cell in enumerate(self.cells):
             items = [
                 ((cell_index, row), entry, cell, prompt, request)
@@ -127,12 +155,61 @@ class _ModelEvaluation:
             items.sort(key=lambda item: (sum(len(text) for _, text in item[4].messages), item[0]))
             pending.extend(items)
             while len(pending) >= self.config.chunk_size:
-                flush(pending[: self.config.chunk_size])
+                yield pending[: self.config.chunk_size]
                 del pending[: self.config.chunk_size]
         if pending:
-            flush(pending)
+            yield pending
+
+    def run_share(
+        self, model: ModelUnderTest, backend: CachedBackend, system_role: bool, stream: ChunkStream
+    ) -> dict[str, int]:
+        """Generate this worker's chunks of the model (into the cache); return its counts.
+
+        An owned chunk is sent as the single-process sweep sends it: without the requests an earlier chunk of the
+        stream already holds (generated there, by whichever worker owns it) and, through the cache, without the
+        ones already generated.
+        """
+        counts = {"chunks": 0, "requests": 0, "cache_hits": 0, "generated": 0, "failed": 0}
+        hits, misses, failures = backend.hits, backend.misses, backend.failures
+        bar = tqdm(total=self.total, desc=f"{model.name} [{stream.shard.name}]", unit="req",
+                   disable=not self.config.progress, leave=False)
+        failed_chunks = 0
+        for chunk in self.chunks(model, system_role):
+            keys = [item[4].key(backend.model_id) for item in chunk]
+            if stream.take():
+                todo = [item[4] for item, key in zip(chunk, keys, strict=True) if key not in stream.seen]
+                counts["chunks"] += 1
+                counts["requests"] += len(chunk)
+                generations = backend.generate(todo) if todo else []
+                if generations and all(g.error is not None for g in generations):
+                    failed_chunks += 1
+                    if failed_chunks >= MAX_FAILED_CHUNKS:
+                        bar.close()
+                        raise GenerationFailure(
+                            f"{model.name} [shard {stream.shard.name}]: every request of {MAX_FAILED_CHUNKS} "
+                            f"consecutive chunks failed; first error: {generations[0].error}"
+                        )
+                elif generations:
+                    failed_chunks = 0
+            stream.seen.update(keys)
+            bar.update(len(chunk))
         bar.close()
-        return [records[order] for order in sorted(records)]
+        counts.update(
+            cache_hits=backend.hits - hits, generated=backend.misses - misses, failed=backend.failures - failures
+        )
+        return counts
+
+    def missing(self, model: ModelUnderTest, model_id: str, system_role: bool, cache: GenerationCache,
+                first_chunk: int) -> tuple[int, set[int], int]:
+        """Requests of the model absent from the cache, the stream numbers of their chunks, and the next number."""
+        n_missing, chunks, number = 0, set(), first_chunk
+        for chunk in self.chunks(model, system_role):
+            absent = sum(item[4].key(model_id) not in cache for item in chunk)
+            if absent:
+                n_missing += absent
+                chunks.add(number)
+            number += 1
+        return n_missing, chunks, number
 
 
 def _run_record_summary(model: ModelUnderTest) -> dict:
@@ -147,49 +224,168 @@ def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = No
     """Evaluate every discovered model over the selected grid; return the output folder.
 
     ``backend_factory(config, base_model, adapter_paths)`` builds the backend of one base model (default: the
-    recipe's backend); tests inject fakes through it.
+    recipe's backend); tests inject fakes through it. With ``shard=i/n`` this process generates worker i's share
+    into the cache and merges only if it finds the whole sweep there; ``shard=merge`` builds the results from the
+    cache and raises :class:`ShardsIncomplete` (writing nothing) if any generation is missing.
     """
     started = time.perf_counter()
-    out = Path(config.out_dir)
-    models = discover_models(config.runs, config.adapters, config.model, config.include_base)
-    grid = PromptGrid(config.langs, config.prompts_dir, seed=config.grid_seed)
-    entries, rows_info = load_rows(config, models, grid)
-    cells = config.cells()
-    statuses = guard_leakage(
-        models, _guarded_keys(config, entries, rows_info), len(entries), allow=config.allow_leakage, logger=log
-    )
-    log.info("sweep: %d model(s) × %d cell(s) × %d row(s) → %s", len(models), len(cells), len(entries), out)
-
-    cache = GenerationCache(cache_path(out))
-    evaluation = _ModelEvaluation(config, grid, entries, cells)
-    evaluation.pairs = _preference_pairs(config, rows_info)
-    evaluation.score_cache = ScoreCache(out / SCORE_CACHE)
-    environment = environment_record()  # once per sweep: package metadata and a git call are not free
-    factory = backend_factory or _default_factory
-    summary_entries, table = [], []
-    by_base: dict[str, list[ModelUnderTest]] = {}
-    for model in models:
-        by_base.setdefault(model.base_model, []).append(model)
-    for base_model, group in by_base.items():
-        backend = CachedBackend(factory(config, base_model, [m.adapter.path for m in group if m.adapter]), cache)
-        try:
-            system_role = system_role_for(config, backend)
-            for model in group:
-                metrics, entry = _evaluate_model(
-                    config, model, backend, evaluation, system_role, statuses[model.name], rows_info, grid, cells,
-                    environment,
-                )
-                summary_entries.append(entry)
-                table.append((model.name, metrics))
-        finally:
-            backend.close()
-    update_summary(out, summary_entries)
+    sweep = _Sweep(config, backend_factory or _default_factory)
+    mode = parse_shard(config.shard)
+    if isinstance(mode, Shard):
+        sweep.run_share(mode)
+        log.info("shard %s done in %.1fs", mode.name, time.perf_counter() - started)
+        with merge_lock(sweep.out):
+            if sweep.complete(strict=False):
+                log.info("shard %s: every generation of the sweep is in the cache; merging", mode.name)
+                sweep.evaluate(merged=True)
+            else:
+                log.info("shard %s: other shards are still missing; the last one to finish merges", mode.name)
+    else:
+        if mode == MERGE:
+            sweep.complete(strict=True)
+        sweep.evaluate(merged=mode == MERGE)
     log.info("sweep done in %.1fs", time.perf_counter() - started)
-    if config.progress:
-        from gnt.evaluation.table import print_metrics_table
+    return sweep.out
 
-        print_metrics_table(table)
-    return out
+
+class _Sweep:
+    """One sweep's models, rows, grid and backends; runs the whole sweep, one worker's share, or the merge."""
+
+    def __init__(self, config: EvalConfig, factory: BackendFactory) -> None:
+        self.config = config
+        self.factory = factory
+        self.out = Path(config.out_dir)
+        self.models = discover_models(config.runs, config.adapters, config.model, config.include_base)
+        self.grid = PromptGrid(config.langs, config.prompts_dir, seed=config.grid_seed)
+        self.entries, self.rows_info = load_rows(config, self.models, self.grid)
+        self.cells = config.cells()
+        self.statuses = guard_leakage(
+            self.models, _guarded_keys(config, self.entries, self.rows_info), len(self.entries),
+            allow=config.allow_leakage, logger=log,
+        )
+        log.info(
+            "sweep: %d model(s) × %d cell(s) × %d row(s) → %s", len(self.models), len(self.cells), len(self.entries),
+            self.out,
+        )
+        self.evaluation = _ModelEvaluation(config, self.grid, self.entries, self.cells)
+        self.evaluation.pairs = _preference_pairs(config, self.rows_info)
+        self.evaluation.score_cache = ScoreCache(self.out / SCORE_CACHE)
+        self.by_base: dict[str, list[ModelUnderTest]] = {}
+        for model in self.models:  # this order numbers the chunks of the stream: every worker must share it
+            self.by_base.setdefault(model.base_model, []).append(model)
+        self.cache = GenerationCache(cache_path(self.out))
+
+    def backend(self, base_model: str) -> CachedBackend:
+        group = self.by_base[base_model]
+        return CachedBackend(self.factory(self.config, base_model, [m.adapter.path for m in group if m.adapter]), self.cache)
+
+    @property
+    def work(self) -> str:
+        """Fingerprint of the sweep's work (models, rows, cells, decoding, chunking): shard records name it."""
+        recipe = {k: v for k, v in self.config.to_json().items() if k not in ("shard", "progress", "recipe")}
+        models = [(m.name, m.base_model, m.adapter.weights_hash if m.adapter else None) for m in self.models]
+        return hash_json({"recipe": recipe, "models": models, "rows": [e.id for e in self.entries]})
+
+    def run_share(self, shard: Shard) -> None:
+        """Generate this worker's chunks of every model into the cache and write ``shards/<i>-of-<n>.json``."""
+        started = time.perf_counter()
+        stream = ChunkStream(shard)
+        counts: dict[str, dict[str, int]] = {}
+        for base_model, group in self.by_base.items():
+            backend = self.backend(base_model)
+            try:
+                system_role = system_role_for(self.config, backend)
+                for model in group:
+                    counts[model.name] = self.evaluation.run_share(model, backend, system_role, stream)
+                    log.info("%s [shard %s]: %s", model.name, shard.name, counts[model.name])
+            finally:
+                backend.close()
+        write_json(shard_record_path(self.out, shard), {
+            "format": SHARD_FORMAT,
+            "shard": shard.name,
+            "index": shard.index,
+            "count": shard.count,
+            "work": self.work,
+            "chunks_in_sweep": stream.next_chunk,
+            "models": counts,
+            "seconds": round(time.perf_counter() - started, 3),
+            "host": socket.gethostname(),
+            "environment": environment_record(),
+        })
+
+    def complete(self, *, strict: bool) -> bool:
+        """Whether the cache (reloaded: other workers appended to it) holds every generation of the sweep.
+
+        ``strict`` raises :class:`ShardsIncomplete` naming the models with missing generations and the shards
+        that own them; otherwise a worker just learns that others are still running.
+        """
+        self.cache = GenerationCache(cache_path(self.out))
+        missing: dict[str, int] = {}
+        missing_chunks: set[int] = set()
+        number = 0
+        for base_model, group in self.by_base.items():
+            backend = self.backend(base_model)  # lazy backends: this loads a tokenizer at most
+            try:
+                system_role = system_role_for(self.config, backend)
+                for model in group:
+                    absent, chunks, number = self.evaluation.missing(
+                        model, backend.model_id, system_role, self.cache, number
+                    )
+                    if absent:
+                        missing[model.name] = absent
+                        missing_chunks |= chunks
+            finally:
+                backend.close()
+        if not missing:
+            return True
+        if strict:
+            records = shard_records(self.out, self.work)
+            done = ", ".join(r["shard"] for r in records) or "none"
+            run = owners(missing_chunks, records)
+            per_model = ", ".join(f"{name}: {n}" for name, n in missing.items())
+            raise ShardsIncomplete(
+                f"cannot merge {self.out}: {sum(missing.values())} generation(s) are not in the cache ({per_model}); "
+                f"shards finished: {done}; "
+                + (f"rerun shard(s) {', '.join(run)} (a rerun only generates what is missing)" if run else
+                   "rerun the shards that did not finish")
+                + ", or run the sweep without shard= to record the failures"
+            )
+        return False
+
+    def evaluate(self, *, merged: bool = False) -> None:
+        """The whole sweep (generating what the cache lacks), writing model folders and the summary."""
+        environment = environment_record()  # once per sweep: package metadata and a git call are not free
+        shards = _shard_counts(shard_records(self.out, self.work)) if merged else None
+        summary_entries, table = [], []
+        for base_model, group in self.by_base.items():
+            backend = self.backend(base_model)
+            try:
+                system_role = system_role_for(self.config, backend)
+                for model in group:
+                    metrics, entry = _evaluate_model(
+                        self.config, model, backend, self.evaluation, system_role, self.statuses[model.name],
+                        self.rows_info, self.grid, self.cells, environment,
+                        sharded=shards.get(model.name) if shards is not None else None,
+                    )
+                    summary_entries.append(entry)
+                    table.append((model.name, metrics))
+            finally:
+                backend.close()
+        update_summary(self.out, summary_entries)
+        if self.config.progress:
+            from gnt.evaluation.table import print_metrics_table
+
+            print_metrics_table(table)
+
+
+def _shard_counts(records: list[dict]) -> dict[str, dict]:
+    """Per model: what each shard generated (for the merged model's record.json)."""
+    per_model: dict[str, dict] = {}
+    for record in records:
+        for name, counts in record.get("models", {}).items():
+            entry = per_model.setdefault(name, {"shards": record["count"], "by_shard": {}})
+            entry["by_shard"][record["shard"]] = counts
+    return per_model
 
 
 def _guarded_keys(config: EvalConfig, entries: list[Entry], rows_info: dict) -> set[str]:
@@ -273,6 +469,8 @@ def _evaluate_model(
     grid: PromptGrid,
     cells: list[Cell],
     environment: dict,
+    *,
+    sharded: dict | None = None,
 ) -> tuple[dict, dict]:
     started = time.perf_counter()
     hits, misses, failures = backend.hits, backend.misses, backend.failures
@@ -329,6 +527,8 @@ def _evaluate_model(
         "seconds": round(seconds, 3),
         "environment": environment,
     }
+    if sharded is not None:
+        record["sharded"] = sharded  # counts of generation happened in the shards; this merge read the cache
     write_json(folder / RECORD, record)  # last: a folder with a record is complete
     entry = {
         "name": model.name,

@@ -6,6 +6,9 @@ them, so both train alone (no gradient sync) and both write the same files. The 
 CPU run (``use_cpu``: accelerate then forms a gloo MULTI_CPU group). DeepSpeed is the exception: it needs
 ``use_cpu`` off and an explicit ``ddp_backend: gloo`` so accelerate counts its processes. :func:`adapt_to_launch`
 applies exactly these fixes, only on machines without an accelerator and only when several processes were launched.
+FSDP has no such fix: accelerate enables it only for GPU-type process groups, so on CPU an FSDP launch would train as
+DDP while its record said FSDP; it is refused instead (measured: the 2-process FSDP launch of the tiny model ran as
+gloo DDP).
 """
 
 from __future__ import annotations
@@ -13,6 +16,12 @@ from __future__ import annotations
 import os
 import sys
 from typing import Any
+
+from gnt.recipe import RecipeError
+
+
+class FSDPNeedsGPU(RecipeError):
+    """An FSDP launch on a machine without GPUs (it would silently run as DDP)."""
 
 
 def launched_world_size() -> int:
@@ -31,6 +40,13 @@ def deepspeed_launch() -> bool:
 
 def fsdp_launch() -> bool:
     return os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
+
+
+FSDP_ON_CPU = (
+    "FSDP cannot run without a GPU: accelerate 1.15 turns FSDP on only for GPU-type process groups (MULTI_GPU, "
+    "MULTI_XPU, ...); on CPU it forms a gloo MULTI_CPU group, ignores the FSDP config and would train plain DDP. "
+    "Here launch accelerate/multi_cpu.yaml (DDP) or accelerate/zero3.yaml (sharded, DeepSpeed); FSDP on GPUs."
+)
 
 
 def has_accelerator() -> bool:
@@ -55,6 +71,10 @@ def adapt_to_launch(trainer_kwargs: dict[str, Any], *, dry_run: bool = False) ->
     if has_accelerator():
         return []
     notes = []
+    if launched_world_size() > 1 and fsdp_launch():
+        if not dry_run:
+            raise FSDPNeedsGPU(FSDP_ON_CPU)
+        notes.append("dry-run of an FSDP launch without GPU: validated as a DDP run (FSDP itself needs GPUs)")
     if launched_world_size() > 1:
         if deepspeed_launch():
             if trainer_kwargs.get("ddp_backend") is None:

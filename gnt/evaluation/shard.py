@@ -1,0 +1,129 @@
+"""Sharded sweeps: ``shard=i/n`` splits a sweep's generations over n workers; ``shard=merge`` builds the results.
+
+The work of a sweep is the stream of fixed chunks the single-process sweep sends to the backend: model after model
+(in discovery order), each model's requests cell after cell, sorted by prompt length and cut into ``chunk_size``
+chunks (see :mod:`gnt.evaluation.sweep`). Numbering those chunks across all models, worker ``i`` of ``n`` owns
+chunk ``k`` when ``k % n == i``: a deterministic split of models × cells × rows that every worker computes by
+itself (no coordinator), with adjacent chunks on different workers so each worker gets a share of every model.
+
+A worker sends each of its chunks exactly as the single-process sweep would (the chunk minus requests already in
+the cache or already in an earlier chunk of the stream), because batched generation with padding is reproducible
+only for identical batches; that is what makes merged metrics identical to a single-process sweep's. Workers write
+only to the shared generation cache (appends are locked, see :mod:`gnt.evaluation.cache`) and to their own
+``shards/<i>-of-<n>.json`` record. The merge is the ordinary sweep reading everything from the cache, refusing to
+generate: any missing generation (a shard that has not finished, or a failed request) is reported, with the
+shards that own it, and nothing is written. The last worker to finish runs the merge itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gnt.io import read_json
+from gnt.recipe import RecipeError
+
+SHARDS_DIR = "shards"
+SHARD_FORMAT = "gnt-align/eval-shard/1"
+MERGE = "merge"
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Worker ``index`` (0-based, as SLURM array task ids) of ``count``."""
+
+    index: int
+    count: int
+
+    def owns(self, chunk: int) -> bool:
+        return chunk % self.count == self.index
+
+    @property
+    def name(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(value: str | None) -> Shard | str | None:
+    """``None`` (a whole sweep), :data:`MERGE`, or a :class:`Shard` from ``"i/n"``; raises RecipeError otherwise."""
+    if value is None:
+        return None
+    if str(value).strip() == MERGE:
+        return MERGE
+    match = _SHARD.match(str(value))
+    if match:
+        index, count = int(match.group(1)), int(match.group(2))
+        if 0 <= index < count:
+            return Shard(index, count)
+    raise RecipeError(f"shard must be i/n with 0 <= i < n (e.g. shard=0/4), or shard=merge; got {value!r}")
+
+
+@dataclass
+class ChunkStream:
+    """Numbers the chunks of a sweep's stream (across models) and remembers the request keys seen so far."""
+
+    shard: Shard
+    next_chunk: int = 0
+    seen: set[str] = field(default_factory=set)
+
+    def take(self) -> bool:
+        """Whether this worker owns the next chunk of the stream (and advance)."""
+        owned = self.shard.owns(self.next_chunk)
+        self.next_chunk += 1
+        return owned
+
+
+def shard_record_path(out_dir: str | Path, shard: Shard) -> Path:
+    return Path(out_dir) / SHARDS_DIR / f"{shard.index}-of-{shard.count}.json"
+
+
+def shard_records(out_dir: str | Path, work: str) -> list[dict]:
+    """The shard records of this sweep's work (same ``work`` fingerprint), in shard order."""
+    folder = Path(out_dir) / SHARDS_DIR
+    records = []
+    for path in sorted(folder.glob("*-of-*.json")) if folder.is_dir() else []:
+        with contextlib.suppress(OSError, ValueError):
+            record = read_json(path)
+            if isinstance(record, dict) and record.get("format") == SHARD_FORMAT and record.get("work") == work:
+                records.append(record)
+    return sorted(records, key=lambda r: (r["count"], r["index"]))
+
+
+def owners(missing_chunks: set[int], records: list[dict]) -> list[str]:
+    """The shards (``i/n``) that own the missing chunks, for the shard count the records were run with."""
+    counts = {r["count"] for r in records}
+    if len(counts) != 1:
+        return []
+    count = counts.pop()
+    return [f"{i}/{count}" for i in sorted({chunk % count for chunk in missing_chunks})]
+
+
+@contextlib.contextmanager
+def merge_lock(out_dir: str | Path) -> Iterator[None]:
+    """An exclusive lock on ``shards/merge.lock`` around a worker's "is everything there? then merge" step.
+
+    Blocking on purpose: a worker that finishes while another is still checking must check again after it, or the
+    last worker could skip the merge on the strength of a check made before its own generations were written.
+    Two workers may then both merge; the second finds the metrics unchanged and keeps them.
+    """
+    import fcntl
+
+    path = Path(out_dir) / SHARDS_DIR / "merge.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+class ShardsIncomplete(RuntimeError):
+    """The merge found generations missing from the cache."""
