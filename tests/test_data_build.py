@@ -92,10 +92,15 @@ def test_dpo_pairs_of_every_kind(built: tuple[Path, dict]) -> None:
     out, _ = built
     dpo = rows(out, "dpo/train.jsonl")
     kinds = {r["kind"] for r in dpo}
-    assert kinds == {"setn_neutral_vs_gendered", "label_coherence", "setg_gendered_vs_neutral", "templated_ambiguous"}
+    assert kinds == {"setn_neutral_vs_gendered", "label_coherence", "setg_gendered_vs_neutral", "templated_ambiguous",
+                     "label_decision"}
     for row in dpo:
         chosen, rejected = row["chosen"][0]["content"], row["rejected"][0]["content"]
         assert chosen != rejected
+        if row["kind"] == "label_decision":  # the label is the only difference, and the chosen one is right
+            expected = "GENDERED" if row["set"] == "Set-G" else "NEUTRAL"
+            assert f"**{expected}**" in chosen and f"**{expected}**" not in rejected
+            assert chosen.split("** ", 1)[1] == rejected.split("** ", 1)[1]
         if row["kind"] == "label_coherence":
             assert "**NEUTRAL**" in chosen and "**NEUTRAL**" in rejected
         if row["kind"] == "setg_gendered_vs_neutral":
@@ -190,3 +195,22 @@ def test_cli_prints_counts_and_exit_code_2_on_bad_input(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=120)
     assert failed.returncode == 2 and "wrong delimiter" in failed.stderr and f"{bad}:1" in failed.stderr
     assert not (tmp_path / "e").exists()
+
+
+def test_training_prompts_can_be_drawn_from_chosen_cells_and_held_out_sides_are_written(tmp_path: Path) -> None:
+    from gnt.data.errors import DataError
+
+    out = tmp_path / "data"
+    build_dataset(BuildConfig(out_dir=str(out), langs=("it", "es"), train_configs=("None", "S"), train_shots=(0,),
+                              templated_pairs=40, progress=False))
+    for name in ("sft/train.jsonl", "dpo/train.jsonl", "dpo/dev.jsonl"):
+        assert {r["cell"].split("/", 1)[1] for r in rows(out, name)} <= {"None/0", "S/0"}
+    test_pairs = rows(out, "dpo/test.jsonl")
+    held_out = {json.loads(line)["source_key"] for line in (out / "eval/mgente_test.jsonl").open(encoding="utf-8")}
+    assert test_pairs and {r["source_key"] for r in test_pairs if r["origin"] == "mgente"} <= held_out
+    for side in ("test", "dev"):
+        assert rows(out, f"eval/templated_{side}.jsonl"), side
+    train_keys = {r["source_key"] for r in rows(out, "sft/train.jsonl")}
+    assert not train_keys & {r["source_key"] for r in test_pairs}
+    with pytest.raises(DataError, match="training cells"):
+        build_dataset(BuildConfig(out_dir=str(tmp_path / "bad"), train_configs=("G+X",), progress=False))

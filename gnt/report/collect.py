@@ -185,6 +185,7 @@ class ModelResult:
     attribution_pngs: list[Path] = field(default_factory=list)
     attribution_tables: list[Path] = field(default_factory=list)
     preference: list[dict] = field(default_factory=list)  # slim preference-pair rows (id, lang, kind, won)
+    templated_items: list[dict] = field(default_factory=list)  # slim suite items (style, lang, pair, variant, label)
     templated_metrics: dict | None = None
     templated_pngs: list[Path] = field(default_factory=list)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
@@ -456,6 +457,10 @@ def read_model(directory: Path, name: str) -> ModelResult:
     templated = directory / "templated"
     if templated.is_dir():
         model.templated_pngs = sorted(templated.rglob("*.png"))
+        model.templated_items = [
+            {k: r.get(k) for k in ("style", "lang", "pair_id", "variant", "label")}
+            for r in _iter_jsonl(templated / "outputs.jsonl")
+        ]
         for candidate in ("metrics.json", "templated_metrics.json", "summary.json"):
             data = _read_json_or_none(templated / candidate)
             if isinstance(data, dict):

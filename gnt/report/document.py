@@ -369,12 +369,53 @@ def _templated_section(results: Results, figures: Path, data: dict) -> list[Bloc
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(png, dest)
             blocks.append(Image(dest, f"templated suite — {png.stem}", rel.as_posix()))
+    blocks += _templated_vs_base(results, data)
     from gnt.report.wmt24 import wmt24_blocks
 
     wmt24 = wmt24_blocks(results.directory, figures, data)
     if not shown and not wmt24:
         blocks.append(Para("Templated suite: not run.", "note"))
     return blocks + wmt24
+
+
+def _templated_vs_base(results: Results, data: dict) -> list[Block]:
+    """N_amb and ΔN of every checkpoint against the base, paired over the same suite pairs (Holm-adjusted)."""
+    from gnt.report.significance import holm
+    from gnt.templated_suite.paired import STATISTICS, paired_suite_test
+
+    base = results.base
+    if base is None or not base.templated_items:
+        return []
+    groups = sorted({(i["style"], i["lang"]) for i in base.templated_items})
+    tests = []
+    for model in results.models:
+        if model is base or not model.templated_items:
+            continue
+        for style, lang in groups:
+            for statistic in STATISTICS:
+                result = paired_suite_test(base.templated_items, model.templated_items, style=style, lang=lang,
+                                           statistic=statistic)
+                if result is not None:
+                    tests.append((model.name, style, lang, statistic, result))
+    if not tests:
+        return []
+    adjusted = holm([t[4]["p_value"] for t in tests])
+    rows, data["templated_vs_base"] = [], []
+    for (name, style, lang, statistic, result), p_adj in zip(tests, adjusted, strict=True):
+        mark = ("▲" if result["delta"] > 0 else "▼") if p_adj < 0.05 and result["delta"] else ""
+        rows.append([name, style, lang, statistic, f"{result['base'] * 100:.1f}", f"{result['other'] * 100:.1f}",
+                     f"{result['delta'] * 100:+.1f} [{result['ci'][0] * 100:+.1f}, {result['ci'][1] * 100:+.1f}]"
+                     + (f" {mark} p={p_adj:.3f}" if mark else ""), str(result["n_pairs"])])
+        data["templated_vs_base"].append({"model": name, "style": style, "lang": lang, "statistic": statistic,
+                                          **result, "p_adjusted": p_adj})
+    return [
+        Heading(3, "Against the base model"),
+        Para(f"N_amb (neutral translations of ambiguous inputs) and ΔN = N_amb − N_det of each checkpoint against "
+             f"`{base.name}`, paired over the same suite pairs (percent; 95% CI of the difference; ▲ a significant "
+             "rise, ▼ a fall; Holm-adjusted over the table, α = 0.05)."),
+        Table(["model", "style", "lang", "statistic", "base", "model value", "difference", "pairs"], rows,
+              name="templated-vs-base"),
+    ]
 
 
 def _attribution_section(results: Results, figures: Path) -> list[Block]:
