@@ -22,6 +22,7 @@ on the first ``--plain-requests`` requests of that cell (16 by default) to keep 
 two cores; its seconds per generation are comparable because batches are full either way.
 
     python bench/cpu_generation.py [--requests 32] [--plain-requests 16] [--max-new-tokens 48] [--repeats 1]
+                                   [--threads N]
 """
 
 from __future__ import annotations
@@ -149,6 +150,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--plain-requests", type=int, default=16, help="plain baseline on the 4-shot cell")
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: the backend's, i.e. the CPUs this process may use)")
     args = parser.parse_args(argv)
 
     from gnt.generation.base import Constraint
@@ -158,7 +161,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     load_before = os.getloadavg()
     total = time.perf_counter()
-    backend = TransformersBackend(str(ensure_smollm()), batch_size=BATCH_SIZE, device="cpu", dtype="float32")
+    backend = TransformersBackend(str(ensure_smollm()), batch_size=BATCH_SIZE, device="cpu", dtype="float32",
+                                  cpu_threads=args.threads)
     system_role = backend.supports_system_role()
     texts = sources(args.requests)
     backend.generate(cell_requests(texts[:1], "None", 0, True, 4, system_role))  # load; untimed

@@ -30,6 +30,7 @@ otherwise; the setting is process-wide and restored by :meth:`TransformersBacken
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import threading
@@ -49,6 +50,8 @@ from gnt.generation.base import (
 )
 from gnt.generation.identity import model_identity
 from gnt.generation.prefix_cache import MIN_PREFIX_TOKENS, PrefixStore, batch_copy, prefix_clusters
+
+log = logging.getLogger(__name__)
 
 PREFIX_SLACK_TOKENS = 32
 """A stored prefix this many tokens shorter than a cluster's shared prefix is reused rather than a new one built:
@@ -281,7 +284,11 @@ class TransformersBackend(GenerationBackend):
         first = requests[indices[0]]
         for cluster in prefix_clusters(prompts, indices):
             members = sorted(cluster.indices, key=lambda i: len(prompts[i]))  # common prefix: by suffix length
-            prefix = self._prefix_for(first, prompts, members, cluster.prefix_len)
+            try:
+                prefix = self._prefix_for(first, prompts, members, cluster.prefix_len)
+            except Exception as exc:  # noqa: BLE001 - e.g. out of memory on a long prefix: generate without reuse
+                log.warning("prefix reuse skipped for %d requests: %s: %s", len(members), type(exc).__name__, exc)
+                prefix = None
             for start in range(0, len(members), self.batch_size):
                 yield members[start : start + self.batch_size], prefix
 
