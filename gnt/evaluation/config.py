@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gnt.data.entry import LANGUAGES
+from gnt.generation.base import DEFAULT_PREFIX_CACHING
 from gnt.prompts.grid import CONFIGS, SHOT_COUNTS, Cell, grid_cells
 from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
 
@@ -70,7 +71,9 @@ class EvalConfig:
     max_lora_rank: int | None = None
     max_model_len: int | None = None
     gpu_memory_utilization: float = 0.9
-    enable_prefix_caching: bool = True
+    enable_prefix_caching: bool = field(
+        default=DEFAULT_PREFIX_CACHING, metadata={"help": "reuse shared prompt prefixes (vLLM and transformers)"}
+    )
     engine_extra: dict = field(default_factory=dict)
     base_url: str | None = None
     served_model: str | None = field(default=None, metadata={"help": "the base model's name on the HTTP server"})

@@ -16,6 +16,11 @@ from typing import Any, Literal
 
 from gnt.io import hash_json
 
+DEFAULT_PREFIX_CACHING = True
+"""Whether backends reuse the key/value cache of a shared prompt prefix (vLLM's prefix caching, the transformers
+backend's prefix reuse) unless a recipe's ``enable_prefix_caching`` says otherwise. Outputs are the same either way
+(greedy, token for token); turning it off only costs time."""
+
 
 @dataclass(frozen=True)
 class Constraint:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from gnt.generation.base import GenerationBackend
+from gnt.generation.base import DEFAULT_PREFIX_CACHING, GenerationBackend
 
 if TYPE_CHECKING:
     from gnt.evaluation.config import EvalConfig
@@ -34,7 +34,7 @@ def build_backend(
     tensor_parallel_size: int = 1,
     max_model_len: int | None = None,
     gpu_memory_utilization: float = 0.9,
-    enable_prefix_caching: bool = True,
+    enable_prefix_caching: bool = DEFAULT_PREFIX_CACHING,
     seed: int = 0,
     engine_extra: dict[str, Any] | None = None,
     base_url: str | None = None,
@@ -50,6 +50,7 @@ def build_backend(
     """A ``backend`` ("transformers", "vllm" or "http") for ``model``; each backend takes only its own keys.
 
     ``dtype="auto"`` means bfloat16 on vLLM; http serves ``served_model`` (else ``model``) from ``base_url``.
+    ``enable_prefix_caching`` is vLLM's prefix caching and the transformers backend's shared-prefix reuse alike.
     """
     if backend == "transformers":
         from gnt.generation.transformers_backend import TransformersBackend
@@ -63,6 +64,7 @@ def build_backend(
             trust_remote_code=trust_remote_code,
             cpu_threads=cpu_threads,
             model_id=model_id,
+            prefix_reuse=enable_prefix_caching,
         )
     if backend == "vllm":
         from gnt.generation.vllm_backend import VLLMBackend

@@ -20,7 +20,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gnt.generation.base import Adapter, Generation, GenerationBackend, GenerationRequest
+from gnt.generation.base import (
+    DEFAULT_PREFIX_CACHING,
+    Adapter,
+    Generation,
+    GenerationBackend,
+    GenerationRequest,
+)
 from gnt.generation.identity import model_identity
 
 SUPPORTED_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
@@ -50,7 +56,7 @@ def engine_kwargs(
     max_lora_rank: int = 64,
     max_model_len: int | None = None,
     gpu_memory_utilization: float = 0.9,
-    enable_prefix_caching: bool = True,
+    enable_prefix_caching: bool = DEFAULT_PREFIX_CACHING,
     seed: int = 0,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -112,7 +118,7 @@ class VLLMBackend(GenerationBackend):
         adapter_paths: Sequence[str | Path] = (),
         max_model_len: int | None = None,
         gpu_memory_utilization: float = 0.9,
-        enable_prefix_caching: bool = True,
+        enable_prefix_caching: bool = DEFAULT_PREFIX_CACHING,
         seed: int = 0,
         engine_extra: dict[str, Any] | None = None,
         model_id: str | None = None,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gnt.data.entry import LANGUAGES
+from gnt.generation.base import DEFAULT_PREFIX_CACHING
 from gnt.judge.llm_judge import JudgeConfig
 from gnt.judge.schema import DEFAULT_FORMAT, FORMAT_NAMES, judge_format
 from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
@@ -40,6 +41,9 @@ class JudgeRecipe:
     tensor_parallel_size: int = 1
     max_model_len: int | None = None
     gpu_memory_utilization: float = 0.9
+    enable_prefix_caching: bool = field(
+        default=DEFAULT_PREFIX_CACHING, metadata={"help": "reuse the shared prompt prefix (exemplars) across requests"}
+    )
     base_url: str | None = None
     served_model: str | None = None
     api_key_env: str | None = None
@@ -160,6 +164,7 @@ def make_backend(recipe: JudgeRecipe):
         tensor_parallel_size=recipe.tensor_parallel_size,
         max_model_len=recipe.max_model_len,
         gpu_memory_utilization=recipe.gpu_memory_utilization,
+        enable_prefix_caching=recipe.enable_prefix_caching,
         seed=recipe.seed,
         base_url=recipe.base_url,
         served_model=recipe.served_model,
