@@ -1,4 +1,4 @@
-"""Context attribution of an evaluated model: which prompt parts drive its label and its translation (SPEC §6).
+"""Context attribution of an evaluated model: which prompt parts drive its label and its translation (docs/attribution.md).
 
     # grad×input on the 4-shot G+S cell of every language in the result, 50 rows per (set, label outcome)
     python eval/attribute.py outputs/eval/<model>

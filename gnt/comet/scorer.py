@@ -1,4 +1,4 @@
-"""xCOMET scoring of an evaluation results folder, driven from the main environment (SPEC §4, issue 5).
+"""xCOMET scoring of an evaluation results folder, driven from the main environment (docs/metrics.md).
 
 What it does for ``<out>/<model>/generations.jsonl`` (one record per row × cell, :mod:`gnt.evaluation`):
 

@@ -35,7 +35,7 @@ class EvalConfig:
     rows_per_lang: int | None = field(default=None, metadata={"help": "evaluate only the first N rows per language"})
     out_dir: str = "outputs/eval"
     allow_leakage: bool = False
-    # the grid (SPEC §3)
+    # the grid (docs/prompt-grid.md)
     langs: list[str] = field(default_factory=lambda: list(LANGUAGES), metadata={"choices": LANGUAGES})
     configs: list[str] = field(default_factory=lambda: list(CONFIGS), metadata={"choices": CONFIGS})
     shots: list[int] = field(default_factory=lambda: list(SHOT_COUNTS), metadata={"choices": SHOT_COUNTS})

@@ -1,4 +1,4 @@
-"""Grid metrics (SPEC §4) from generation records, per cell and aggregated per language and overall.
+"""Grid metrics (docs/metrics.md) from generation records, per cell and aggregated per language and overall.
 
 Per block (a cell, a language, everything):
 

@@ -1,4 +1,4 @@
-"""Sensitivity metrics of the templated suite (SPEC §7) from classified outputs.
+"""Sensitivity metrics of the templated suite (docs/templated-suite.md) from classified outputs.
 
 Input: one *item* per (pair, variant) of one model and prompt style, i.e. a suite record plus its classification
 (``label`` M/F/N/unknown, ``strategy`` N1..N5). Per language and subset:
