@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
+from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
 from gnt.io import write_text_atomic
 from gnt.report.collect import collect
 from gnt.report.document import compose
@@ -26,7 +27,7 @@ def build_report(
     out_dir: str | Path | None = None,
     *,
     samples_per_cell: int = 4,
-    bootstrap_samples: int = 1000,
+    bootstrap_samples: int = DEFAULT_SAMPLES,
     title: str | None = None,
     judge_validation: Iterable[str | Path] = (),
 ) -> Path:
