@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import tomllib
 
 from gnt.cli import COMMANDS
+from gnt.cli import main as gnt_main
 from gnt.paths import PROJECT_ROOT
 
 EXPECTED = ("build", "sft", "dpo", "eval", "judge", "comet", "attribute", "templated", "report", "watch")
@@ -26,6 +28,7 @@ def gnt(*args: str, cwd: Path = PROJECT_ROOT) -> subprocess.CompletedProcess:
 def test_pyproject_declares_the_gnt_console_script() -> None:
     scripts = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts == {"gnt": "gnt.cli:main"}
+    assert pkgutil.resolve_name(scripts["gnt"]) is gnt_main  # what the installed `gnt` wrapper imports and calls
 
 
 def test_help_lists_every_subcommand_with_one_line() -> None:
@@ -62,6 +65,7 @@ def test_gnt_build_runs_end_to_end_like_the_script(tmp_path: Path) -> None:
 
 
 def test_subcommand_flags_and_errors_are_the_scripts(tmp_path: Path) -> None:
+    assert gnt("build", "--help").stdout.startswith("usage: gnt build ")
     bad = gnt("build", "--langs", "xx", "--out", str(tmp_path / "x"))
     assert bad.returncode == 2 and "unknown language" in bad.stderr and not (tmp_path / "x").exists()
     dry = gnt("sft", str(PROJECT_ROOT / "recipes/tiny.yaml"), "--dry-run")

@@ -65,5 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = f" Did you mean `gnt {close[0]}`?" if close else ""
         print(f"error: unknown command {name!r}.{hint} Commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return EXIT_USAGE
-    status = entry(name)(rest)
+    program, sys.argv[0] = sys.argv[0], f"gnt {name}"  # argparse's default prog: usage lines say `gnt build`
+    try:
+        status = entry(name)(rest)
+    finally:
+        sys.argv[0] = program
     return int(status or 0)
