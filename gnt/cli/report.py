@@ -16,13 +16,14 @@ import logging
 import sys
 
 from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
+from gnt.report import DEFAULT_SAMPLES_PER_CELL
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="eval/report.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("results", help="results folder of eval/evaluate.py (holds summary.json)")
     parser.add_argument("--out", help="report folder (default: <results>/report)")
-    parser.add_argument("--samples-per-cell", type=int, default=4, help="rows per cell in the sample browser")
+    parser.add_argument("--samples-per-cell", type=int, default=DEFAULT_SAMPLES_PER_CELL, help="rows per cell in the sample browser")
     parser.add_argument("--bootstrap-samples", type=int, default=DEFAULT_SAMPLES, help="resamples of the paired tests")
     parser.add_argument("--title", help="report title")
     parser.add_argument("--judge-validation", action="append", default=[], metavar="JSON",
