@@ -56,6 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.record import RESULTS_DIR, print_table, save_record  # noqa: E402
+from gnt.evaluation.bootstrap import DEFAULT_SAMPLES  # noqa: E402
 
 # Qwen/Qwen2.5-7B-Instruct config.json (architecture only; token ids are set from the tokenizer used).
 QWEN25_7B: dict[str, Any] = {
@@ -540,7 +541,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                              f"{TRANSFORMERS_ROWS_PER_LANGUAGE} with transformers on GPU)")
     parser.add_argument("--rows-per-lang", type=int, default=None, help="default 1,500 (--smoke: 1)")
     parser.add_argument("--max-new-tokens", type=int, default=None, help="default 96 (--smoke: 8)")
-    parser.add_argument("--bootstrap-samples", type=int, default=1000)
+    parser.add_argument("--bootstrap-samples", type=int, default=DEFAULT_SAMPLES)
     parser.add_argument("--sft-steps", type=int, default=None, help="default 12 (--smoke: 3)")
     parser.add_argument("--warmup-steps", type=int, default=None, help="default 2 (--smoke: 1)")
     parser.add_argument("--child", choices=STAGES, help=argparse.SUPPRESS)

@@ -35,7 +35,7 @@ from bench.record import print_table, save_record  # noqa: E402
 LANGS = ("it", "es", "de", "el")
 LEVELS = (1, 4, 8, 16)
 GOALS = {"achieved_concurrency": "at every level the peak requests in flight == the limit and the mean >= half of it, "
-         "no judge errors (the issue sets no numeric goal: judgments/s and the speedup are reported)"}
+         "no judge errors (no numeric goal is set: judgments/s and the speedup are reported)"}
 
 
 def judge_reply(body: dict) -> Any:

@@ -4,7 +4,7 @@ Why: a checkpoint sweep should pay its fixed costs (process start and imports, b
 row loading) once, not once per checkpoint, and a finished sweep rerun must generate nothing. Each sweep runs in
 a fresh process (``--child``), as ``eval/evaluate.py`` would, so both views are measured from the same runs:
 
-- process seconds: what a user waits for one command that evaluates K checkpoints (the issue's scaling goal:
+- process seconds: what a user waits for one command that evaluates K checkpoints (the project's scaling goal:
   ``time(K) / (K · time(1)) <= 0.7`` at K = 4);
 - in-process ``run_sweep`` seconds: the sweep alone (fixed costs here are only the base load, the grammar
   compile and lazy imports; generation dominates on the tiny model);

@@ -1,91 +1,16 @@
 #!/usr/bin/env python
-"""Score an evaluation results folder with xCOMET (set-matching references and Ref-G for every row).
+"""Score an evaluation results folder with xCOMET.
 
-    python eval/comet.py outputs/eval                                  # every model folder, Unbabel/XCOMET-XL
-    python eval/comet.py outputs/eval xcomet_gpus=4 xcomet_batch_size=64 models=base,run/checkpoint-8
-    python eval/comet.py outputs/eval xcomet_model=Unbabel/XCOMET-XXL
-    python eval/comet.py outputs/eval tiny=true                        # offline smoke run, random tiny XCOMET
-    python eval/comet.py outputs/eval recipes/xcomet.yaml              # the same keys from a YAML recipe
-
-Per model folder it writes ``xcomet.jsonl`` (per generation: score_matching, score_ref_g, error spans, failure)
-and ``xcomet_summary.json``, and fills the ``xcomet`` blocks of ``metrics.json`` when it exists. Scores are cached
-in ``<results>/cache/xcomet.jsonl``: a rerun scores nothing twice. The comet environment (.venv-comet,
-transformers < 5) is built on first use unless ``xcomet_auto_install=false``. Extraction errors are scored 0.0 and
-counted (``n_failures``), never dropped. Exit status 2 on a usage or input problem.
+The command line lives in ``gnt/cli/comet.py`` (``gnt comet`` runs the same; ``--help`` lists the flags).
+The path line runs this checkout's ``gnt`` even where another checkout is the installed one.
 """
 
-from __future__ import annotations
-
-import json
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gnt.recipe import RecipeError, RecipeSchema, parse_command_line, resolve_recipe  # noqa: E402
-
-EXIT_USAGE = 2
-
-
-@dataclass
-class CometCli:
-    """Keys of this command besides the xCOMET settings (gnt.comet.scorer.CometConfig)."""
-
-    models: list[str] = field(default_factory=list, metadata={"help": "model folders to score; default all"})
-    tiny: bool = field(default=False, metadata={"help": "score with the offline tiny XCOMET (smoke test)"})
-    update_metrics: bool = True
-    bootstrap_samples: int = 1000
-    bootstrap_seed: int = 0
-    alpha: float = 0.05
-
-
-def main(argv: list[str] | None = None) -> int:
-    from gnt.comet.env import CometEnvMissing
-    from gnt.comet.scorer import (
-        CometConfig,
-        CometScoringError,
-        find_model_dirs,
-        score_results,
-        update_metrics,
-    )
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0 if argv else EXIT_USAGE
-    results, rest = Path(argv[0]), argv[1:]
-    try:
-        cli = parse_command_line(rest)
-        schema = RecipeSchema.from_dataclasses([CometConfig, CometCli])
-        values = resolve_recipe(cli.recipe, cli.overrides, schema).values
-        comet_cfg = CometConfig(**{k: v for k, v in values.items() if k.startswith("xcomet_")}).validate()
-        opts = CometCli(**{k: v for k, v in values.items() if not k.startswith("xcomet_")})
-        models = [m for item in opts.models for m in str(item).split(",") if m]
-        folders = find_model_dirs(results, models)
-    except (RecipeError, ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    if opts.tiny:
-        from gnt.comet.env import ensure_comet_env
-        from gnt.comet.tiny import ensure_tiny_xcomet
-
-        python = ensure_comet_env(comet_cfg.xcomet_auto_install)
-        comet_cfg.xcomet_model = str(ensure_tiny_xcomet(python=python))
-    settings = {**comet_cfg.__dict__, **{k: getattr(opts, k) for k in ("bootstrap_samples", "bootstrap_seed", "alpha")}}
-    for name in folders:
-        try:
-            summary = score_results(results, name, settings)
-        except (CometEnvMissing, CometScoringError) as exc:
-            print(f"error: {name}: {exc}", file=sys.stderr)
-            return 1
-        if opts.update_metrics:
-            update_metrics(results / name, summary)
-        line = {k: summary[k] for k in ("n", "n_failures", "system_matching", "system_ref_g")}
-        line["scored"], line["cached"] = summary["scoring"]["scored"], summary["scoring"]["cached"]
-        print(f"{name}: {json.dumps(line)}")
-    return 0
-
+from gnt.cli.comet import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

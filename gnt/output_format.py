@@ -39,8 +39,8 @@ def format_output(lang: str, label: str, translation: str) -> str:
 def output_regex(lang: str) -> str:
     """The constrained-decoding regex of one language.
 
-    SPEC §3 gives ``\\[[^\\]]+\\]`` for the translation; that cannot express a translation of a source that holds
-    brackets, so ours also admits one level of balanced brackets inside. Every string the SPEC's regex accepts
+    The published grid regex gives ``\\[[^\\]]+\\]`` for the translation; that cannot express a translation of a source that holds
+    brackets, so ours also admits one level of balanced brackets inside. Every string that regex accepts
     without a ``[`` inside is accepted here too.
     """
     body = r"(?:[^\[\]]|\[[^\[\]]*\])+"

@@ -14,9 +14,8 @@ import torch
 
 from gnt.data.mgente import load_mgente
 from gnt.output_format import format_output
-from gnt.paths import PROJECT_ROOT, SAMPLE_DIR
+from gnt.paths import SAMPLE_DIR
 
-sys.path.insert(0, str(PROJECT_ROOT / "eval"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_attribution import write_short_prompts  # noqa: E402
@@ -74,7 +73,7 @@ def result_dir(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, p
 
 
 def test_cli_writes_scores_aggregates_figures_and_record(result_dir: Path) -> None:
-    from attribute import main
+    from gnt.cli.attribute import main
 
     assert main([str(result_dir), "--batch-size", "4", "--all-rows"]) == 0
     out = result_dir / "attribution" / "it_G+S_4" / "gradxinput"
@@ -107,9 +106,8 @@ def test_cli_writes_scores_aggregates_figures_and_record(result_dir: Path) -> No
 
 
 def test_attnlrp_method_end_to_end_records_conservation(result_dir: Path, tmp_path: Path) -> None:
-    from attribute import main
-
     from gnt.attribution.attnlrp import AttnLRPUnavailable, load_lxt_patches
+    from gnt.cli.attribute import main
 
     try:
         load_lxt_patches()
@@ -124,9 +122,8 @@ def test_attnlrp_method_end_to_end_records_conservation(result_dir: Path, tmp_pa
 
 
 def test_cli_explains_unavailable_attnlrp(result_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from attribute import main
-
     from gnt.attribution import attnlrp
+    from gnt.cli.attribute import main
 
     monkeypatch.setattr(attnlrp, "lxt_version", lambda: None)
     monkeypatch.delitem(sys.modules, "lxt.efficient.patches", raising=False)
@@ -136,7 +133,7 @@ def test_cli_explains_unavailable_attnlrp(result_dir: Path, tmp_path: Path, monk
 
 
 def test_cli_names_missing_cells_and_sources(result_dir: Path, tmp_path: Path, capsys) -> None:
-    from attribute import main
+    from gnt.cli.attribute import main
 
     assert main([str(result_dir), "--cell", "es/G+S/4", "--out", str(tmp_path)]) == 2
     assert "it/G+S/4" in capsys.readouterr().err  # the available cells are listed
@@ -148,7 +145,7 @@ def test_cli_names_missing_cells_and_sources(result_dir: Path, tmp_path: Path, c
 
 
 def test_contrastive_on_common_rows(tiny_model_dir: Path, prompts_dir: Path, tmp_path: Path) -> None:
-    from attribute import main
+    from gnt.cli.attribute import main
 
     args = ["--contrastive", "--data", str(SAMPLE_DIR), "--model", str(tiny_model_dir), "--langs", "it",
             "--prompts", str(prompts_dir), "--min-refs", "3", "--max-rows", "2", "--out", str(tmp_path)]
@@ -266,8 +263,7 @@ def _adapter(base: Path, folder: Path) -> Path:
 
 
 def test_attribution_reads_the_evaluators_result_and_merges_an_adapter(tiny_model_dir: Path, prompts_dir: Path, tmp_path: Path) -> None:
-    from attribute import main
-
+    from gnt.cli.attribute import main
     from gnt.evaluation.config import load_eval_config
     from gnt.evaluation.sweep import run_sweep
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from gnt.evaluation.results import load_generations, load_summary, recompute_met
 from gnt.evaluation.sweep import GenerationFailure, run_sweep
 from gnt.generation.base import Generation
 from gnt.io import read_json
-from gnt.paths import PROJECT_ROOT, RECIPES_DIR, SAMPLE_DIR
+from gnt.paths import RECIPES_DIR, SAMPLE_DIR
 from gnt.prompts.grid import PromptGrid
 from gnt.recipe import RecipeError
 
@@ -270,11 +269,7 @@ def test_configuration_errors_are_clear(tmp_path: Path, tiny_model_dir: Path) ->
 
 
 def test_cli_reruns_the_sweep_from_cache_and_prints_the_table(sweep, eval_tiny_run: Path, capsys) -> None:
-    sys.path.insert(0, str(PROJECT_ROOT / "eval"))
-    try:
-        from evaluate import main
-    finally:
-        sys.path.pop(0)
+    from gnt.cli.evaluate import main
     out, _ = sweep
     overrides = [f"{k}={v}" for k, v in GRID if k != "progress"]
     assert main([str(RECIPES_DIR / "eval-tiny.yaml"), "--run", str(eval_tiny_run), "--out", str(out), *overrides]) == 0

@@ -1,4 +1,4 @@
-"""Judge formats and JSON schemas (SPEC §5): shape, the OpenAI-strict variant, validation and projection."""
+"""Judge formats and JSON schemas (docs/judge.md): shape, the OpenAI-strict variant, validation and projection."""
 
 from __future__ import annotations
 

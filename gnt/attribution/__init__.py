@@ -1,4 +1,4 @@
-"""Context attribution: which prompt parts drive the model's label and its translation (SPEC §6).
+"""Context attribution: which prompt parts drive the model's label and its translation (docs/attribution.md).
 
 For one evaluated row the model's own output is forced after the rendered prompt and every input token gets a
 score ``s(i) = |e_i · ∂(Σ_{j∈span} logit_j)/∂e_i|`` for two spans: the label (``S_L``) and the translation

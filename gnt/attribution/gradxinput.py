@@ -2,7 +2,7 @@
 
 For a row and a target span S, the explained quantity is ``F = Σ_{j∈S} logit_j`` (the logit of the forced token
 at position ``j``, read at position ``j-1``) and the signed relevance of input token ``i`` is ``e_i · ∂F/∂e_i``;
-the score is its absolute value (SPEC §6). Rows of a batch are independent (separate batch elements, causal
+the score is its absolute value (docs/attribution.md). Rows of a batch are independent (separate batch elements, causal
 attention, no cross-row normalisation), so the gradient of the batch sum gives every row its own gradient: one
 forward for the batch, then one backward per target (``S_L``, ``S_T``) with the graph kept between them.
 
@@ -45,7 +45,7 @@ class TargetRelevance:
 
     @property
     def scores(self) -> np.ndarray:
-        """``s(i) = |relevance|`` (SPEC §6)."""
+        """``s(i) = |relevance|`` (docs/attribution.md)."""
         return np.abs(self.relevance)
 
 

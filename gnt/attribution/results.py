@@ -22,6 +22,7 @@ from gnt.io import (
     read_json,
     read_jsonl,
 )
+from gnt.prompts.grid import DEFAULT_SHOT_SEED
 
 GENERATIONS = "generations.jsonl"
 JUDGMENTS = "judgments.jsonl"
@@ -168,7 +169,7 @@ def recorded_data(record: dict) -> str | None:
 
 def recorded_grid(record: dict) -> tuple[int, str | None]:
     """(shot-order seed, prompts directory) of an evaluator record (``grid.seed``, ``grid.prompts_dir``)."""
-    seed = first(record, "grid.seed", "grid_seed", "prompt_seed", "seed", default=0)
+    seed = first(record, "grid.seed", "grid_seed", "prompt_seed", "seed", default=DEFAULT_SHOT_SEED)
     prompts = first(record, "grid.prompts_dir", "prompts_dir", "prompts")
     return int(seed), prompts
 

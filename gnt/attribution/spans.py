@@ -172,7 +172,7 @@ class AttributionInput:
 
     def ranked(self, target: str) -> list[int]:
         """Positions ranked for ``target``: prompt parts for S_L; prompt parts except the source, plus the label,
-        for S_T (SPEC §6). Chat-template tokens, the output's format tokens and the target tokens are never ranked."""
+        for S_T (docs/attribution.md). Chat-template tokens, the output's format tokens and the target tokens are never ranked."""
         keep: list[int] = []
         for index, name in enumerate(self.token_parts):
             if name is None:

@@ -1,4 +1,4 @@
-"""xCOMET scoring of an evaluation results folder, driven from the main environment (SPEC §4, issue 5).
+"""xCOMET scoring of an evaluation results folder, driven from the main environment (docs/metrics.md).
 
 What it does for ``<out>/<model>/generations.jsonl`` (one record per row × cell, :mod:`gnt.evaluation`):
 
@@ -42,7 +42,15 @@ from typing import Any
 import numpy as np
 
 from gnt.comet.env import ensure_comet_env, subprocess_env
-from gnt.evaluation.bootstrap import cluster_sums, estimate, ratio, resampling_weights
+from gnt.evaluation.bootstrap import (
+    DEFAULT_ALPHA,
+    DEFAULT_SAMPLES,
+    DEFAULT_SEED,
+    cluster_sums,
+    estimate,
+    ratio,
+    resampling_weights,
+)
 from gnt.io import append_jsonl, hash_json, read_json, read_jsonl, write_json, write_jsonl
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
@@ -323,7 +331,9 @@ def _plain_mean(values: Iterable[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
-def summarize(rows: Sequence[dict], *, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
+def summarize(
+    rows: Sequence[dict], *, n_boot: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED, alpha: float = DEFAULT_ALPHA
+) -> dict:
     """The summary of per-generation xCOMET rows (see the module docstring)."""
     by_cell: dict[str, list] = defaultdict(list)
     by_lang: dict[str, list] = defaultdict(list)
@@ -477,9 +487,9 @@ def score_results(results_dir: str | Path, model_dir_name: str, config: Any = No
     rows, stats = score_generations(read_jsonl(generations_path), cfg, cache, log_path=folder / LOG)
     summary = summarize(
         rows,
-        n_boot=int(_get(config, "bootstrap_samples", 1000)),
-        seed=int(_get(config, "bootstrap_seed", 0)),
-        alpha=float(_get(config, "alpha", 0.05)),
+        n_boot=int(_get(config, "bootstrap_samples", DEFAULT_SAMPLES)),
+        seed=int(_get(config, "bootstrap_seed", DEFAULT_SEED)),
+        alpha=float(_get(config, "alpha", DEFAULT_ALPHA)),
     )
     summary.update(
         model=cfg.xcomet_model,

@@ -65,7 +65,7 @@ class Entry:
 
     @property
     def matching_reference(self) -> str:
-        """Set-matching reference (SPEC §2): Ref-N for Set-N, Ref-G for Set-G."""
+        """Set-matching reference (docs/metrics.md): Ref-N for Set-N, Ref-G for Set-G."""
         return self.ref_g if self.set == "Set-G" else self.ref_n[0]
 
     def to_record(self) -> dict:

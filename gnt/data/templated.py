@@ -1,6 +1,6 @@
 """Templated ambiguous inputs: minimal pairs of English sources that differ only in whether a referent's gender is stated.
 
-The suite follows the gender-dialogue design of SPEC §7: a *determined* input ("The woman smiled. 'I think I'm
+The suite follows the gender-dialogue design (docs/templated-suite.md): a *determined* input ("The woman smiled. 'I think I'm
 stubborn,' she said.") and an *ambiguous* one ("'I think I'm stubborn,' I said.") share a focus adjective whose
 translation shows (or hides) the referent's gender. The pairs serve two purposes:
 
@@ -56,7 +56,7 @@ class LexiconEntry:
 
     ``m``/``f`` are the forms that fill a predicate slot ("I am ___") for a masculine/feminine referent and ``n`` a
     gender-neutral alternative for the same slot; ``n_strategy`` says which neutral strategy ``n`` uses (N1..N5,
-    SPEC §7). ``stereotype`` is "F"/"M" when the English adjective is gender-stereotyped, else None.
+    docs/templated-suite.md). ``stereotype`` is "F"/"M" when the English adjective is gender-stereotyped, else None.
     """
 
     en: str

@@ -2,6 +2,6 @@
 
 Modules, one concept each: ``config`` (the eval recipe), ``discovery`` (base + checkpoints), ``rows`` (which rows),
 ``leakage`` (training sources vs evaluated rows), ``cache`` (content-addressed generations), ``generation_records``
-(one record per row × cell), ``metrics`` and ``bootstrap`` (SPEC §4 with CIs and paired tests), ``results`` (the
+(one record per row × cell), ``metrics`` and ``bootstrap`` (docs/metrics.md: CIs and paired tests), ``results`` (the
 output layout), ``table`` (the printed summary) and ``sweep`` (:func:`gnt.evaluation.sweep.run_sweep`).
 """

@@ -14,6 +14,13 @@ from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
+#: Bootstrap replicates of every confidence interval (recipe key ``bootstrap_samples``), its seed and alpha.
+DEFAULT_SAMPLES = 1000
+DEFAULT_SEED = 0
+DEFAULT_ALPHA = 0.05
+#: Replicates of a paired test called without a count: the p-value's resolution is 1 / (replicates + 1).
+DEFAULT_PAIRED_SAMPLES = 10_000
+
 
 def resampling_weights(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
     """B × n multinomial counts: row b says how often each cluster is drawn in replicate b."""
@@ -52,7 +59,7 @@ def macro_f1(sums: np.ndarray) -> np.ndarray:
 
 
 def estimate(
-    counts: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], weights: np.ndarray, alpha: float = 0.05
+    counts: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], weights: np.ndarray, alpha: float = DEFAULT_ALPHA
 ) -> dict:
     """Point estimate and percentile CI of ``statistic`` over cluster count rows (clusters × k)."""
     n = int(counts.shape[0])
@@ -70,9 +77,9 @@ def paired_bootstrap(
     b_correct: Sequence[float],
     *,
     clusters: Sequence[Hashable] | None = None,
-    n_boot: int = 10_000,
-    seed: int = 0,
-    alpha: float = 0.05,
+    n_boot: int = DEFAULT_PAIRED_SAMPLES,
+    seed: int = DEFAULT_SEED,
+    alpha: float = DEFAULT_ALPHA,
 ) -> dict:
     """Paired bootstrap of mean(a) − mean(b) over the same items (e.g. two checkpoints on the same rows × cells).
 

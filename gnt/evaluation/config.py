@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gnt.data.entry import LANGUAGES
-from gnt.generation.base import DEFAULT_PREFIX_CACHING
-from gnt.prompts.grid import CONFIGS, SHOT_COUNTS, Cell, grid_cells
+from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
+from gnt.generation.base import DEFAULT_PREFIX_CACHING, DecodingParams
+from gnt.prompts.grid import CONFIGS, DEFAULT_SHOT_SEED, SHOT_COUNTS, Cell, grid_cells
 from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
 
 if TYPE_CHECKING:
@@ -48,15 +49,15 @@ class EvalConfig:
     )
     out_dir: str = "outputs/eval"
     allow_leakage: bool = False
-    # the grid (SPEC §3)
+    # the grid (docs/prompt-grid.md)
     langs: list[str] = field(default_factory=lambda: list(LANGUAGES), metadata={"choices": LANGUAGES})
     configs: list[str] = field(default_factory=lambda: list(CONFIGS), metadata={"choices": CONFIGS})
     shots: list[int] = field(default_factory=lambda: list(SHOT_COUNTS), metadata={"choices": SHOT_COUNTS})
-    grid_seed: int = 0
+    grid_seed: int = DEFAULT_SHOT_SEED
     prompts_dir: str | None = None
     system_role: Literal["auto", "yes", "no"] = "auto"
     # decoding
-    max_new_tokens: int = 256
+    max_new_tokens: int = DecodingParams.max_new_tokens
     constrained: bool = True
     # backend
     backend: BackendKind = "transformers"
@@ -83,9 +84,9 @@ class EvalConfig:
     max_retries: int = 5
     regex_field: Literal["structured_outputs", "guided_regex"] = "structured_outputs"
     # statistics and output
-    bootstrap_samples: int = 1000
-    bootstrap_seed: int = 0
-    alpha: float = 0.05
+    bootstrap_samples: int = DEFAULT_SAMPLES
+    bootstrap_seed: int = DEFAULT_SEED
+    alpha: float = DEFAULT_ALPHA
     progress: bool = True
     # scale-out
     shard: str | None = field(

@@ -1,4 +1,4 @@
-"""Grid metrics (SPEC §4) from generation records, per cell and aggregated per language and overall.
+"""Grid metrics (docs/metrics.md) from generation records, per cell and aggregated per language and overall.
 
 Per block (a cell, a language, everything):
 
@@ -28,6 +28,10 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from gnt.evaluation.bootstrap import (
+    DEFAULT_ALPHA,
+    DEFAULT_PAIRED_SAMPLES,
+    DEFAULT_SAMPLES,
+    DEFAULT_SEED,
     cluster_sums,
     estimate,
     macro_f1,
@@ -148,9 +152,9 @@ def compute_metrics(
     records: Iterable[Mapping],
     judgments: Mapping[str, Mapping] | None = None,
     *,
-    n_boot: int = 1000,
-    seed: int = 0,
-    alpha: float = 0.05,
+    n_boot: int = DEFAULT_SAMPLES,
+    seed: int = DEFAULT_SEED,
+    alpha: float = DEFAULT_ALPHA,
 ) -> dict:
     """Metrics per cell, per language and overall from generation records (+ optional judgments by record key)."""
     records = list(records)
@@ -182,9 +186,9 @@ def paired_comparison(
     *,
     metric: str = "label",
     judgments: Mapping[str, Mapping] | None = None,
-    n_boot: int = 10_000,
-    seed: int = 0,
-    alpha: float = 0.05,
+    n_boot: int = DEFAULT_PAIRED_SAMPLES,
+    seed: int = DEFAULT_SEED,
+    alpha: float = DEFAULT_ALPHA,
 ) -> dict:
     """Paired bootstrap of model A − model B on the (row, cell) pairs both evaluated.
 

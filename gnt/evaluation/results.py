@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.io import read_json, read_jsonl, write_json
 
 GENERATIONS = "generations.jsonl"
@@ -86,8 +87,8 @@ def recompute_metrics(
     record = read_json(folder / RECORD)
     recipe = record.get("eval_recipe", {})
     metrics = compute_metrics(
-        load_generations(folder), judgments, n_boot=recipe.get("bootstrap_samples", 1000),
-        seed=recipe.get("bootstrap_seed", 0), alpha=recipe.get("alpha", 0.05),
+        load_generations(folder), judgments, n_boot=recipe.get("bootstrap_samples", DEFAULT_SAMPLES),
+        seed=recipe.get("bootstrap_seed", DEFAULT_SEED), alpha=recipe.get("alpha", DEFAULT_ALPHA),
     )
     old = read_json(folder / METRICS) if (folder / METRICS).is_file() else {}
     for group in ("cells", "languages"):

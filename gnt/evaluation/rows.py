@@ -3,7 +3,7 @@
 Checkpoints are scored on the held-out mGeNTE rows of the data build they were trained from
 (``<data_dir>/eval/mgente_test.jsonl``), and the base model on the same rows, so every comparison is paired.
 Without runs, rows come from mGeNTE itself (``mgente``: a folder/TSV or the hub id), minus the prompt
-demonstrations and judge exemplars, which SPEC §2 excludes from evaluation.
+demonstrations and judge exemplars, which are excluded from evaluation (docs/prompt-grid.md, docs/judge.md).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ class Constraint:
 
 @dataclass(frozen=True)
 class DecodingParams:
-    """Decoding settings; greedy (temperature 0) by default as the grid prescribes (SPEC §3)."""
+    """Decoding settings; greedy (temperature 0) by default as the grid prescribes (docs/prompt-grid.md)."""
 
     max_new_tokens: int = 256
     temperature: float = 0.0
@@ -107,7 +107,7 @@ class GenerationBackend(ABC):
         """Return one Generation per request, in order; never raise for an individual request's failure."""
 
     def supports_system_role(self) -> bool:
-        """Whether the model's chat template renders a system turn; callers fit prompts to it (SPEC §3)."""
+        """Whether the model's chat template renders a system turn; callers fit prompts to it (docs/prompt-grid.md)."""
         return True
 
     def describe(self) -> dict:

@@ -1,4 +1,4 @@
-"""Judging translations for gender neutrality (SPEC §4–§5), and measuring how far a judge can be trusted.
+"""Judging translations for gender neutrality (docs/judge.md, docs/metrics.md), and measuring how far a judge can be trusted.
 
 - :mod:`gnt.judge.schema`: the four formats (MONO-L, MONO-P+L, CROSS-L, CROSS-P+L), labels and JSON schemas;
 - :mod:`gnt.judge.prompts`: system texts and exemplars (validated on load), and the chat turns built from them;

@@ -32,6 +32,7 @@ from typing import Any
 
 from gnt.data.entry import Entry
 from gnt.data.errors import DataError
+from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.io import read_json, read_jsonl, write_json, write_jsonl
 from gnt.judge.agreement import binary_agreement
 from gnt.judge.lexical import LexicalJudge, LexicalJudgment
@@ -212,9 +213,9 @@ def refill_metrics(
     metrics = compute_metrics(
         records,
         judgments,
-        n_boot=int(boot.get("samples", 1000)),
-        seed=int(boot.get("seed", 0)),
-        alpha=float(boot.get("alpha", 0.05)),
+        n_boot=int(boot.get("samples", DEFAULT_SAMPLES)),
+        seed=int(boot.get("seed", DEFAULT_SEED)),
+        alpha=float(boot.get("alpha", DEFAULT_ALPHA)),
     )
     metrics = _merge_metrics(metrics, old)
     metrics["judge"] = judge_block

@@ -51,15 +51,15 @@ class JudgeRecipe:
     timeout_s: float = 120.0
     http_max_retries: int = 5
     # judging
-    max_retries: int = 3
-    temperature: float = 0.0
-    temperature_step: float = 0.2
-    max_new_tokens: int = 512
-    seed: int = 0
-    chunk_size: int = field(default=64, metadata={"help": "judge requests per backend call and per cache write"})
-    schema_variant: Literal["auto", "full", "strict"] = "auto"
-    retry_errors: bool = False
-    n_exemplars: int | None = None
+    max_retries: int = JudgeConfig.max_retries
+    temperature: float = JudgeConfig.temperature
+    temperature_step: float = JudgeConfig.temperature_step
+    max_new_tokens: int = JudgeConfig.max_new_tokens
+    seed: int = JudgeConfig.seed
+    chunk_size: int = field(default=JudgeConfig.batch_size, metadata={"help": "judge requests per backend call and per cache write"})
+    schema_variant: Literal["auto", "full", "strict"] = JudgeConfig.schema_variant
+    retry_errors: bool = JudgeConfig.retry_errors
+    n_exemplars: int | None = JudgeConfig.n_exemplars
     prompts_dir: str | None = None
     exemplars_dir: str | None = None
     judge_resources: str | None = field(

@@ -69,7 +69,7 @@ class JudgeConfig:
     temperature_step: float = 0.2
     max_temperature: float = 1.5
     max_new_tokens: int = 512
-    seed: int = 0
+    seed: int = DecodingParams.seed
     batch_size: int = 64
     schema_variant: Literal["auto", "full", "strict"] = "auto"
     retry_errors: bool = False

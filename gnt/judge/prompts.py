@@ -89,7 +89,7 @@ class JudgePrompt:
     warnings: tuple[DataError, ...] = field(default=(), compare=False)
 
     def user_turn(self, source: str, translation: str) -> str:
-        """``Source: ...\\nTarget: ...`` for CROSS formats, ``Target: ...`` for MONO (SPEC §5)."""
+        """``Source: ...\\nTarget: ...`` for CROSS formats, ``Target: ...`` for MONO (docs/judge.md)."""
         if self.fmt.cross:
             return f"Source: {source}\nTarget: {translation}"
         return f"Target: {translation}"
@@ -315,7 +315,7 @@ def check_prompt_files(
 def exemplar_source_keys(
     langs: Iterable[str] = LANGUAGES, exemplars_dir: str | Path | None = None
 ) -> set[str]:
-    """Source keys of every exemplar that loads: the rows the evaluation must exclude (SPEC §2).
+    """Source keys of every exemplar that loads: the rows the evaluation must exclude (docs/judge.md).
 
     Files that are missing or defective are skipped here (loading them for judging reports the defects).
     """

@@ -1,4 +1,4 @@
-"""The four judge formats, their labels and the JSON schemas that constrain a judge's reply (SPEC §5).
+"""The four judge formats, their labels and the JSON schemas that constrain a judge's reply (docs/judge.md).
 
 A format is two choices: whether the judge sees the source (CROSS) or only the target (MONO), and whether it lists
 the phrases that refer to people before the label (P+L) or gives the label alone (L). CROSS labels say whether

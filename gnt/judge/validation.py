@@ -1,6 +1,6 @@
 """How far to trust a judge: accuracy on mGeNTE references with known labels, and agreement with a gold TSV.
 
-On references the gold label is known by construction (SPEC §5): Ref-G of a Set-G row is CORRECTLY GENDERED (the
+On references the gold label is known by construction (docs/judge.md): Ref-G of a Set-G row is CORRECTLY GENDERED (the
 source states the gender the reference uses), Ref-G of a Set-N row is WRONGLY GENDERED (it genders a referent the
 source leaves unknown), and every Ref-N is NEUTRAL. For MONO formats the two gendered labels fold into GENDERED.
 :func:`validate_references` reports accuracy per set × reference × format (per language and over all), the

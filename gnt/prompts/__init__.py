@@ -1,1 +1,1 @@
-"""The translation prompt grid shared by training and evaluation (SPEC §3)."""
+"""The translation prompt grid shared by training and evaluation (docs/prompt-grid.md)."""

@@ -25,6 +25,8 @@ from gnt.prompts.texts import Demonstration, PromptTexts, cached_prompt_texts
 CONFIGS: tuple[str, ...] = ("G+S", "G", "S", "None")
 SHOT_COUNTS: tuple[int, ...] = (0, 2, 4)
 TURN_SEPARATOR = "\n\n"
+#: Seed of the shot order when a recipe names none (recorded with every rendered prompt).
+DEFAULT_SHOT_SEED = 0
 
 
 def source_turn(source: str) -> str:
@@ -153,7 +155,7 @@ def fit_messages(messages: Sequence[dict[str, str]], system_role: bool) -> list[
 class PromptGrid:
     """Renders any grid cell for any English source with the project's (or a user's) prompt texts."""
 
-    def __init__(self, langs: Iterable[str] = LANGUAGES, prompts_dir: str | Path | None = None, seed: int = 0) -> None:
+    def __init__(self, langs: Iterable[str] = LANGUAGES, prompts_dir: str | Path | None = None, seed: int = DEFAULT_SHOT_SEED) -> None:
         self.langs = tuple(langs)
         self.seed = seed
         self.prompts_dir = str(prompts_dir) if prompts_dir else None

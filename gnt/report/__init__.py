@@ -13,6 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+#: Rows per cell in the report's sample browser unless the caller says otherwise.
+DEFAULT_SAMPLES_PER_CELL = 4
+
 
 def build_report(results_dir: str | Path, out_dir: str | Path | None = None, **kwargs: Any) -> Path:
     """Write ``report.md``/``report.html`` for ``results_dir``; returns the report.md path (see gnt.report.build)."""

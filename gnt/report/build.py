@@ -12,7 +12,9 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
+from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
 from gnt.io import write_text_atomic
+from gnt.report import DEFAULT_SAMPLES_PER_CELL
 from gnt.report.collect import collect
 from gnt.report.document import compose
 from gnt.report.html import render_html
@@ -25,8 +27,8 @@ def build_report(
     results_dir: str | Path,
     out_dir: str | Path | None = None,
     *,
-    samples_per_cell: int = 4,
-    bootstrap_samples: int = 1000,
+    samples_per_cell: int = DEFAULT_SAMPLES_PER_CELL,
+    bootstrap_samples: int = DEFAULT_SAMPLES,
     title: str | None = None,
     judge_validation: Iterable[str | Path] = (),
 ) -> Path:

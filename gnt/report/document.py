@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
+from gnt.report import DEFAULT_SAMPLES_PER_CELL
 from gnt.report.collect import ModelResult, Results, first, row_key
 from gnt.report.plots import all_figures, headline_shots, model_label
 from gnt.report.tables import (
@@ -614,7 +616,7 @@ def _runs_section(results: Results) -> list[Block]:
     return blocks
 
 
-def compose(results: Results, out_dir: str | Path, *, samples_per_cell: int = 4, bootstrap_samples: int = 1000,
+def compose(results: Results, out_dir: str | Path, *, samples_per_cell: int = DEFAULT_SAMPLES_PER_CELL, bootstrap_samples: int = DEFAULT_SAMPLES,
             title: str | None = None) -> Document:
     """Build the whole report document, drawing figures into ``<out_dir>/figures``."""
     out = Path(out_dir)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.report.collect import ModelResult, first
 
 GENDERED, NEUTRAL = "GENDERED", "NEUTRAL"
@@ -37,7 +38,7 @@ class PairedResult:
     p_value: float
     n_pairs: int
 
-    def marker(self, alpha: float = 0.05, higher_is_better: bool = True) -> str:
+    def marker(self, alpha: float = DEFAULT_ALPHA, higher_is_better: bool = True) -> str:
         """``▲`` (significantly better) / ``▼`` (significantly worse) at ``alpha``, else empty.
 
         The arrow says better or worse, not up or down: for a rate where lower is better (extraction errors) a
@@ -102,8 +103,8 @@ def paired_bootstrap(
     base: dict[str, tuple[float, float]],
     other: dict[str, tuple[float, float]],
     *,
-    samples: int = 1000,
-    seed: int = 0,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = DEFAULT_SEED,
     chunk: int = 100,
 ) -> PairedResult | None:
     """Paired bootstrap of a ratio-of-sums metric over the outputs both models have; None without overlap.
@@ -182,8 +183,8 @@ def compare(
     metric: RowMetric,
     lang: str | None,
     *,
-    samples: int = 1000,
-    seed: int = 0,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = DEFAULT_SEED,
 ) -> PairedResult | None:
     """Paired test of ``other`` against ``base`` for one metric and language (None when rows are missing)."""
     result = _evaluator_compare(base, other, metric, lang, samples, seed)

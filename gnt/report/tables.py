@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gnt.evaluation.bootstrap import DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.report.collect import MetricRow, ModelResult, Results
 from gnt.report.significance import PairedResult, compare, holm
 
@@ -149,7 +150,7 @@ def _cell(results: Results, model: ModelResult, scope: str, lang: str | None, co
     return out
 
 
-def headline_tables(results: Results, *, samples: int = 1000, seed: int = 0,
+def headline_tables(results: Results, *, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED,
                     columns: tuple[Column, ...] = COLUMNS) -> list[HeadlineTable]:
     """One table per language plus one over all languages: base first, then each checkpoint by stage and step."""
     base = results.base

@@ -1,4 +1,4 @@
-"""Templated sensitivity suite (SPEC §7): does a model's translation *respond* to gender ambiguity?
+"""Templated sensitivity suite (docs/templated-suite.md): does a model's translation *respond* to gender ambiguity?
 
 The same English sentence is translated with the referent's gender stated (determined) and unstated (ambiguous);
 the focus adjective's translation is classified M / F / N (and N into strategies N1..N5) by lexicon lookup

@@ -1,6 +1,6 @@
 """Classify the translation of a suite item's focus adjective as M, F or N (N1..N5), or "unknown".
 
-The classifier looks the lexicon forms of the item (``M``/``F``/``N`` of the suite record, SPEC §7) up in the
+The classifier looks the lexicon forms of the item (``M``/``F``/``N`` of the suite record, docs/templated-suite.md) up in the
 translation, with word boundaries, case-insensitively and accent-insensitively (text and forms are NFKD-decomposed,
 combining marks dropped and case-folded, so "TÍMIDO", "timido" and "tímido" match alike; Greek final sigma folds
 to σ). It never guesses: a translation in which no rule fires, or in which rules for different genders fire, is

@@ -1,4 +1,4 @@
-"""Sensitivity metrics of the templated suite (SPEC §7) from classified outputs.
+"""Sensitivity metrics of the templated suite (docs/templated-suite.md) from classified outputs.
 
 Input: one *item* per (pair, variant) of one model and prompt style, i.e. a suite record plus its classification
 (``label`` M/F/N/unknown, ``strategy`` N1..N5). Per language and subset:
@@ -31,7 +31,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from gnt.evaluation.bootstrap import cluster_sums, estimate, ratio, resampling_weights
+from gnt.evaluation.bootstrap import (
+    DEFAULT_ALPHA,
+    DEFAULT_SAMPLES,
+    DEFAULT_SEED,
+    cluster_sums,
+    estimate,
+    ratio,
+    resampling_weights,
+)
 from gnt.templated_suite.classify import STRATEGIES, UNKNOWN
 
 METRICS_FORMAT = "gnt-align/templated-metrics/1"
@@ -102,7 +110,7 @@ def _labels(items: Sequence[Mapping]) -> np.ndarray:
     return column
 
 
-def block_metrics(items: Sequence[Mapping], name: str, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
+def block_metrics(items: Sequence[Mapping], name: str, n_boot: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED, alpha: float = DEFAULT_ALPHA) -> dict:
     """(M, F, N) per variant, Δs, N_det, unknown rates and strategy counts of one group of items."""
     res = _Resampler(items, name, n_boot, seed, alpha)
     labels = _labels(items)
@@ -203,7 +211,7 @@ def _grid_label_metrics(items: Sequence[Mapping], name: str, n_boot: int, seed: 
     return result
 
 
-def language_metrics(items: Sequence[Mapping], name: str, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
+def language_metrics(items: Sequence[Mapping], name: str, n_boot: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED, alpha: float = DEFAULT_ALPHA) -> dict:
     """Every subset block, the stereotype effects and (for grid outputs) the label shares of one language."""
     out: dict = {
         subset: block_metrics([it for it in items if keep(it)], f"{name}|{subset}", n_boot, seed, alpha)
@@ -220,7 +228,7 @@ def language_metrics(items: Sequence[Mapping], name: str, n_boot: int = 1000, se
 
 
 def compute_metrics(
-    items: Iterable[Mapping], *, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
+    items: Iterable[Mapping], *, n_boot: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED, alpha: float = DEFAULT_ALPHA
 ) -> dict:
     """Metrics per prompt style and language from classified items (each with ``style`` and ``lang``)."""
     by_style: dict[str, dict[str, list[Mapping]]] = {}

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
+
 STATISTICS = ("N_amb", "dN")
 UNKNOWN = "unknown"
 
@@ -49,7 +51,7 @@ def paired_suite_test(
     style: str,
     lang: str,
     statistic: str,
-    samples: int = 1000,
+    samples: int = DEFAULT_SAMPLES,
     seed: int = 0,
 ) -> dict | None:
     """``{"base", "other", "delta", "ci", "p_value", "n_pairs"}`` for other − base, or None without shared pairs."""
