@@ -152,3 +152,26 @@ def test_a_pair_budget_keeps_the_first_pairs_of_each_language_and_kind(eval_data
     groups = {(p["lang"], p["kind"]) for p in everything}
     assert len(two) == sum(min(2, sum((p["lang"], p["kind"]) == g for p in everything)) for g in groups)
     assert [p for p in everything if p in two] == two  # file order, first ones
+
+
+def test_scores_with_a_shared_prompt_prefix_equal_those_without(tiny_model_dir: Path, eval_tiny_run: Path) -> None:
+    """Rows of one grid cell share a long prefix: scoring reuses its cache per adapter, with the same numbers."""
+    from gnt.generation.transformers_backend import TransformersBackend
+    from gnt.prompts.grid import Cell, PromptGrid
+
+    grid = PromptGrid(["it"])
+    sources = ["The citizens expect answers.", "I am tired of waiting, I said.", "She thanked the rapporteur."]
+    adapter = Adapter("sft/checkpoint-1", str(eval_tiny_run / "checkpoint-1"), "hash-1")
+    requests = [
+        ScoreRequest(tuple((m["role"], m["content"]) for m in grid.render(src, Cell("it", "G+S", 2)).messages),
+                     f"<it> **NEUTRAL** [{src}]", chosen_adapter)
+        for src in sources for chosen_adapter in (None, adapter)
+    ]
+    reused = TransformersBackend(str(tiny_model_dir), device="cpu", prefix_reuse=True)
+    plain = TransformersBackend(str(tiny_model_dir), device="cpu", prefix_reuse=False)
+    with_prefix = score_completions(reused, requests, batch_size=2)
+    without = score_completions(plain, requests, batch_size=2)
+    assert reused.stats.prefix_builds == 2, "one prefix per adapter (base and checkpoint)"
+    for a, b in zip(with_prefix, without, strict=True):
+        assert a.error is None and a.n_tokens == b.n_tokens
+        assert a.logprob == pytest.approx(b.logprob, abs=1e-3)

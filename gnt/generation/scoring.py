@@ -77,8 +77,16 @@ def _token_ids(backend, request: ScoreRequest) -> tuple[list[int], list[int]]:
 def score_completions(
     backend: GenerationBackend, requests: Sequence[ScoreRequest], batch_size: int = 8
 ) -> list[CompletionScore]:
-    """Score every request; a failing batch is retried row by row so one bad request costs one error."""
+    """Score every request; a failing batch is retried row by row so one bad request costs one error.
+
+    Requests whose prompts share a long token prefix (one grid cell: system, preamble, guidelines, shots) reuse
+    one key/value cache of that prefix per adapter, as generation does (the backend's ``prefix_reuse`` switch):
+    only each row's own suffix (source and completion) is run per row. The prefix never reaches a row's last
+    prompt token, so every scored logit comes from the row's own pass.
+    """
     import torch
+
+    from gnt.generation.prefix_cache import batch_copy, prefix_clusters
 
     inner = _transformers_backend(backend)
     results: list[CompletionScore | None] = [None] * len(requests)
@@ -88,41 +96,61 @@ def score_completions(
             encoded[index] = _token_ids(inner, request)
         except Exception as exc:  # noqa: BLE001 - a template error is this request's failure only
             results[index] = CompletionScore(0.0, 0, f"rendering failed: {exc}")
-    groups: dict[tuple, list[int]] = {}
+    groups: dict[tuple | None, list[int]] = {}
     for index in encoded:
         adapter = requests[index].adapter
         groups.setdefault((adapter.name, adapter.weights_hash) if adapter else None, []).append(index)
 
-    def run(batch: list[int]) -> list[CompletionScore]:
+    def run(batch: list[int], prefix) -> list[CompletionScore]:
         context = inner._activate(requests[batch[0]].adapter)
-        sequences = [encoded[i][0] + encoded[i][1] for i in batch]
-        width = max(len(s) for s in sequences)
+        shared = len(prefix[0]) if prefix else 0
+        tails = [(encoded[i][0] + encoded[i][1])[shared:] for i in batch]
+        width = max(len(t) for t in tails)
         pad = inner.tokenizer.pad_token_id
-        ids = torch.tensor([s + [pad] * (width - len(s)) for s in sequences], device=inner.device)
-        mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sequences], device=inner.device)
+        ids = torch.tensor([t + [pad] * (width - len(t)) for t in tails], device=inner.device)
+        mask = torch.tensor([[1] * (shared + len(t)) + [0] * (width - len(t)) for t in tails], device=inner.device)
+        extra = {}
+        if prefix:
+            extra = {"cache": batch_copy(prefix[1], len(batch)), "use_cache": True,
+                     "position_ids": torch.arange(shared, shared + width, device=inner.device).expand(len(batch), -1)}
         with context, torch.inference_mode():
-            logits = inner._model(input_ids=ids, attention_mask=mask).logits.float()
+            logits = inner._model(input_ids=ids, attention_mask=mask, **extra).logits.float()
         logprobs = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
         out = []
         for row, index in enumerate(batch):
-            start, n = len(encoded[index][0]), len(encoded[index][1])
+            start, n = len(encoded[index][0]) - shared, len(encoded[index][1])  # first completion token, in the tail
             out.append(CompletionScore(float(logprobs[row, start - 1 : start - 1 + n].sum()), n))
         return out
 
-    def resilient(batch: list[int]) -> list[CompletionScore]:
+    def resilient(batch: list[int], prefix) -> list[CompletionScore]:
         try:
-            return run(batch)
+            return run(batch, prefix)
         except Exception as exc:  # noqa: BLE001 - isolate the failure, never lose the whole batch
             if len(batch) == 1:
                 return [CompletionScore(0.0, 0, f"{type(exc).__name__}: {exc}")]
             half = len(batch) // 2
-            return resilient(batch[:half]) + resilient(batch[half:])
+            return resilient(batch[:half], prefix) + resilient(batch[half:], prefix)
+
+    def plan(indices: list[int]):
+        """``(batch, prefix or None)``: clusters of shared prompt prefixes, rows sorted by length inside."""
+        prompts = {i: encoded[i][0] for i in indices}
+        if not inner.prefix_reuse:
+            yield sorted(indices, key=lambda i: len(prompts[i]) + len(encoded[i][1])), None
+            return
+        for cluster in prefix_clusters([prompts.get(i, []) for i in range(len(requests))], indices):
+            members = sorted(cluster.indices, key=lambda i: len(prompts[i]) + len(encoded[i][1]))
+            prefix = None
+            longest = max(len(prompts[i]) + len(encoded[i][1]) for i in members)
+            if cluster.prefix_len and inner._prefix_allowed(longest):
+                tokens = tuple(prompts[members[0]][: cluster.prefix_len])
+                prefix = (tokens, inner._build_prefix(requests[members[0]].adapter, tokens))
+            yield members, prefix
 
     with inner._lock:
         for indices in groups.values():
-            indices.sort(key=lambda i: len(encoded[i][0]) + len(encoded[i][1]))
-            for start in range(0, len(indices), batch_size):
-                batch = indices[start : start + batch_size]
-                for index, score in zip(batch, resilient(batch), strict=True):
-                    results[index] = score
+            for members, prefix in plan(indices):
+                for start in range(0, len(members), batch_size):
+                    batch = members[start : start + batch_size]
+                    for index, score in zip(batch, resilient(batch, prefix), strict=True):
+                        results[index] = score
     return [r if r is not None else CompletionScore(0.0, 0, "not scored") for r in results]
