@@ -86,5 +86,5 @@ def test_judge_text_gendered_neutral_or_abstains():
     assert gendered.label == "GENDERED" and gendered.matched == ("orgogliosa",) and gendered.genders == ("F",)
     # the neutral rewrite holds the F form: masked first, so the sentence is neutral
     assert judge.judge_text("È una persona orgogliosa del risultato.", "it").label == "NEUTRAL"
-    unknown = judge.judge_text("Gli ingegneri sono arrivati.", "it")
+    unknown = judge.judge_text("Gli astronauti sono atterrati.", "it")  # no word it has learned
     assert unknown.label == ABSTAIN and unknown.abstained and unknown.matched == ()
