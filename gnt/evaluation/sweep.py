@@ -168,15 +168,23 @@ def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = No
                     environment,
                 )
                 summary_entries.append(entry)
-                table.append((model.name, metrics))
+                if metrics is not None:
+                    table.append((model.name, metrics))
         finally:
             backend.close()
     update_summary(out, summary_entries)
     log.info("sweep done in %.1fs", time.perf_counter() - started)
-    if config.progress:
+    if config.progress and table:
         from gnt.evaluation.table import print_metrics_table
 
         print_metrics_table(table)
+    failed = [e for e in summary_entries if e.get("status") == "failed"]
+    if failed:
+        raise GenerationFailure(
+            f"{len(failed)} of {len(summary_entries)} model(s) failed, every generation in error: "
+            + "; ".join(f"{e['name']} ({e['error']})" for e in failed)
+            + ". Nothing of theirs was cached: rerun the same command to retry them"
+        )
     return out
 
 
@@ -212,7 +220,8 @@ def _evaluate_model(
     grid: PromptGrid,
     cells: list[Cell],
     environment: dict,
-) -> tuple[dict, dict]:
+) -> tuple[dict | None, dict]:
+    """Generate, score and record one model; metrics are None when every generation failed (a run error)."""
     started = time.perf_counter()
     hits, misses, failures = backend.hits, backend.misses, backend.failures
     records = evaluation.run(model, backend, system_role)
@@ -228,8 +237,14 @@ def _evaluate_model(
         model.name, counts["requests"], counts["cache_hits"], counts["generated"], counts["failed"], seconds,
     )
     folder = model_dir(config.out_dir, model.name)
-    metrics = _kept_metrics(folder, records, config, leakage)
-    if metrics is None:
+    errors = [r["generation_error"] for r in records if r.get("generation_error") is not None]
+    failed = bool(records) and len(errors) == len(records)
+    metrics = None if failed else _kept_metrics(folder, records, config, leakage)
+    if failed:  # all-zero metrics would look like a result: keep the records to read, write no metrics
+        log.error("%s: every one of %d generations failed (first error: %s)", model.name, len(records), errors[0])
+        write_jsonl(folder / GENERATIONS, records)
+        (folder / METRICS).unlink(missing_ok=True)
+    elif metrics is None:
         metrics = compute_metrics(
             records, n_boot=config.bootstrap_samples, seed=config.bootstrap_seed, alpha=config.alpha
         )
@@ -238,8 +253,10 @@ def _evaluate_model(
         write_json(folder / METRICS, metrics)
     else:
         log.info("%s: generations unchanged; metrics kept (with any judge/xCOMET results filled in)", model.name)
+    status = {"status": "failed", "error": errors[0]} if failed else {"status": "ok"}
     record = {
         "format": "gnt-align/eval-record/1",
+        **status,
         "generation_format": RECORD_FORMAT,
         "model": model.describe(),
         "model_id": backend.model_id,
@@ -275,6 +292,7 @@ def _evaluate_model(
         "metrics": f"{model.name}/{METRICS}",
         "record": f"{model.name}/{RECORD}",
         "counts": counts,
-        "headline": headline(metrics),
+        **status,
+        "headline": None if metrics is None else headline(metrics),
     }
     return metrics, entry
