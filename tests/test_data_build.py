@@ -272,6 +272,11 @@ def test_hub_id_while_offline_is_one_error_line(tmp_path: Path, capsys: pytest.C
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    import datasets.config
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)  # read at import: set it where it lives
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     message = _cli_error(["--mgente", "nobody/no-such-dataset", "--out", str(tmp_path / "d"), "--langs", "it",
                           "--no-progress"], capsys)
     assert "nobody/no-such-dataset: cannot load 'mGeNTE en-it'" in message and "huggingface-cli login" in message

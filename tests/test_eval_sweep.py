@@ -312,6 +312,7 @@ def test_a_model_whose_every_generation_failed_fails_the_run_and_is_retried(tiny
     record = read_json(out / "base" / "record.json")
     assert record["status"] == "failed" and "SafetensorError" in record["error"]
     assert not (out / "base" / "metrics.json").exists(), "no 0.0 metrics that look like a result"
+    assert not (out / "base" / "generations.jsonl").exists(), "nothing for the judge or xCOMET to score"
     [entry] = load_summary(out)["models"]
     assert entry["status"] == "failed" and entry["headline"] is None
     report = build_report(out).read_text(encoding="utf-8")
@@ -373,3 +374,16 @@ def test_concurrent_summary_writers_lose_no_entry(tmp_path: Path) -> None:
     assert [w.wait(timeout=120) for w in writers] == [0, 0]
     names = [m["name"] for m in load_summary(out)["models"]]
     assert len(names) == len(set(names)) == 200
+
+
+def test_a_truncated_adapter_fails_the_run_instead_of_scoring_zero(eval_tiny_run: Path, tmp_path: Path) -> None:
+    adapter = tmp_path / "copy" / "checkpoint-1"
+    shutil.copytree(eval_tiny_run / "checkpoint-1", adapter)
+    weights = adapter / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:200])
+    config = load_eval_config(RECIPES_DIR / "eval-tiny.yaml", [*GRID, ("include_base", "false"), ("chunk_size", "64")],
+                              adapters=[str(adapter)], out_dir=str(tmp_path / "eval"))
+    with pytest.raises(GenerationFailure, match=r"copy/checkpoint-1 \("):
+        run_sweep(config)
+    record = read_json(tmp_path / "eval" / "copy" / "checkpoint-1" / "record.json")
+    assert record["status"] == "failed" and not (tmp_path / "eval" / "copy" / "checkpoint-1" / "metrics.json").exists()

@@ -240,9 +240,9 @@ def _evaluate_model(
     errors = [r["generation_error"] for r in records if r.get("generation_error") is not None]
     failed = bool(records) and len(errors) == len(records)
     metrics = None if failed else _kept_metrics(folder, records, config, leakage)
-    if failed:  # all-zero metrics would look like a result: keep the records to read, write no metrics
+    if failed:  # all-zero metrics would look like a result (to the report, the judge, xCOMET): only the record
         log.error("%s: every one of %d generations failed (first error: %s)", model.name, len(records), errors[0])
-        write_jsonl(folder / GENERATIONS, records)
+        (folder / GENERATIONS).unlink(missing_ok=True)
         (folder / METRICS).unlink(missing_ok=True)
     elif metrics is None:
         metrics = compute_metrics(
