@@ -7,6 +7,7 @@ to a temporary name and renamed, directories are built beside their target and s
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -123,6 +124,24 @@ def atomic_directory(target: str | Path) -> Iterator[Path]:
     os.replace(tmp, target)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def file_lock(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``path`` (a sidecar ``*.lock`` file, created if missing) for the block.
+
+    A read-modify-write of a shared file (several sweeps on one results folder) is only safe when each writer
+    holds the lock from its read to its rename; ``flock`` is released by the kernel if the holder dies, so a
+    killed process never leaves the lock taken.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def sha256_file(path: str | Path, length: int = 16) -> str:

@@ -214,3 +214,94 @@ def test_training_prompts_can_be_drawn_from_chosen_cells_and_held_out_sides_are_
     assert not train_keys & {r["source_key"] for r in test_pairs}
     with pytest.raises(DataError, match="training cells"):
         build_dataset(BuildConfig(out_dir=str(tmp_path / "bad"), train_configs=("G+X",), progress=False))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A careless --out, bad flags and missing inputs: a clear error, exit 2, nothing lost
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _build_cli():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gnt_data_build_cli", PROJECT_ROOT / "data" / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _cli_error(argv: list[str], capsys: pytest.CaptureFixture) -> str:
+    """Run data/build.py in-process; assert exit 2 and return its last stderr line."""
+    cli = _build_cli()
+    try:
+        code = cli.main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert "error: " in lines[-1] and "Traceback" not in "\n".join(lines)
+    return lines[-1]
+
+
+def test_out_folder_with_user_files_is_refused_and_kept(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "x"
+    (out / "runs").mkdir(parents=True)
+    (out / "runs" / "keep").write_text("k\n")
+    message = _cli_error(["--out", str(out), "--langs", "it", "--templated-pairs", "0", "--no-progress"], capsys)
+    assert "not written by data/build.py" in message
+    assert (out / "runs" / "keep").read_text() == "k\n" and sorted(p.name for p in out.iterdir()) == ["runs"]
+
+
+def test_out_equal_to_the_input_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    data = tmp_path / "mgente"
+    data.mkdir()
+    for name in ("en-it.tsv", "en-es.tsv"):
+        (data / name).write_bytes((SAMPLE_DIR / name).read_bytes())
+    message = _cli_error(["--mgente", str(data), "--out", str(data), "--langs", "it,es", "--no-progress"], capsys)
+    assert "contains the input --mgente" in message
+    assert sorted(p.name for p in data.iterdir()) == ["en-es.tsv", "en-it.tsv"]
+    _cli_error(["--mgente", str(data / "en-it.tsv"), "--out", str(tmp_path), "--langs", "it"], capsys)
+    assert (data / "en-it.tsv").read_bytes() == (SAMPLE_DIR / "en-it.tsv").read_bytes()
+
+
+def test_rebuild_replaces_its_own_output_but_not_files_added_to_it(tmp_path: Path) -> None:
+    out = tmp_path / "data"
+    config = BuildConfig(out_dir=str(out), langs=("it",), templated_pairs=0, progress=False)
+    build_dataset(config)
+    assert (out / ".gnt-data-build").is_file()
+    build_dataset(config)  # our own folder: replaced
+    (out / "notes.txt").write_text("mine\n")
+    from gnt.data.errors import DataError
+
+    with pytest.raises(DataError, match="holds files the build did not write \\(notes.txt\\)"):
+        build_dataset(config)
+    assert (out / "notes.txt").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize(("flags", "expected"), [
+    (["--test-fraction", "1.5"], "--test-fraction 1.5 must be in [0, 1)"),
+    (["--templated-pairs", "-5"], "--templated-pairs -5 must be 0"),
+    (["--dpo-kinds", "bogus"], "--dpo-kinds: unknown kind(s) ['bogus']"),
+    (["--langs", ","], "selects no language"),
+])
+def test_bad_flags_are_one_error_line(flags: list[str], expected: str, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture) -> None:
+    message = _cli_error(["--out", str(tmp_path / "d"), "--no-progress", *flags], capsys)
+    assert expected in message
+    assert not (tmp_path / "d").exists()
+
+
+def test_hub_id_while_offline_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    import datasets.config
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)  # read at import: set it where it lives
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    message = _cli_error(["--mgente", "nobody/no-such-dataset", "--out", str(tmp_path / "d"), "--langs", "it",
+                          "--no-progress"], capsys)
+    assert "nobody/no-such-dataset: cannot load 'mGeNTE en-it'" in message and "huggingface-cli login" in message
+    assert not (tmp_path / "d").exists()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from gnt.evaluation.results import load_generations, load_summary, recompute_met
 from gnt.evaluation.sweep import GenerationFailure, run_sweep
 from gnt.generation.base import Generation
 from gnt.io import read_json
-from gnt.paths import RECIPES_DIR, SAMPLE_DIR
+from gnt.paths import PROJECT_ROOT, RECIPES_DIR, SAMPLE_DIR
 from gnt.prompts.grid import PromptGrid
 from gnt.recipe import RecipeError
 
@@ -277,3 +279,107 @@ def test_cli_reruns_the_sweep_from_cache_and_prints_the_table(sweep, eval_tiny_r
     assert "Label metrics" in printed and "sft/checkpoint-2" in printed and "summary.json" in printed
     assert main([str(RECIPES_DIR / "eval-tiny.yaml"), "--run", str(eval_tiny_run), "shots=3"]) == 2
     assert "shots" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# A model whose every generation failed is a run error, not a result
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _base_only(tiny_model_dir: Path, out: Path, extra: list[tuple[str, str]] = ()):
+    # one chunk holds every request, so the consecutive-failed-chunks guard never fires: only the new check can
+    return load_eval_config(RECIPES_DIR / "eval-tiny.yaml", [("langs", "it"), ("configs", "None"), ("shots", "0"),
+                            ("rows_per_lang", "3"), ("chunk_size", "64"), ("progress", "false"), *extra],
+                            model=str(tiny_model_dir), mgente=str(SAMPLE_DIR), out_dir=str(out))
+
+
+def test_a_model_whose_every_generation_failed_fails_the_run_and_is_retried(tiny_model_dir: Path,
+                                                                             tmp_path: Path) -> None:
+    from gnt.evaluation.cli import run_eval_main
+    from gnt.report.build import build_report
+
+    out = tmp_path / "eval"
+    config = _base_only(tiny_model_dir, out)
+    dead = ScriptedBackend(lambda r: Generation("", error="SafetensorError: incomplete metadata"))
+    assert run_eval_main(lambda: run_sweep(config, backend_factory=lambda c, b, a: dead),
+                         failures=(GenerationFailure,)) == 1  # as eval/evaluate.py maps it
+    with pytest.raises(GenerationFailure, match=r"1 of 1 model\(s\) failed.*base \(SafetensorError"):
+        run_sweep(config, backend_factory=lambda c, b, a: dead)
+    assert dead.calls == 2  # nothing was cached: the second run asked again
+    record = read_json(out / "base" / "record.json")
+    assert record["status"] == "failed" and "SafetensorError" in record["error"]
+    assert not (out / "base" / "metrics.json").exists(), "no 0.0 metrics that look like a result"
+    assert not (out / "base" / "generations.jsonl").exists(), "nothing for the judge or xCOMET to score"
+    [entry] = load_summary(out)["models"]
+    assert entry["status"] == "failed" and entry["headline"] is None
+    report = build_report(out).read_text(encoding="utf-8")
+    assert "| base | base | 0 | failed | failed |" in report and "every generation in error" in report
+    # the next run retries every failed generation and the model becomes a result
+    alive = ScriptedBackend(lambda r: "<it> **NEUTRAL** [Ciao]")
+    run_sweep(config, backend_factory=lambda c, b, a: alive)
+    record = read_json(out / "base" / "record.json")
+    assert record["status"] == "ok" and record["counts"]["generated"] == record["counts"]["requests"] == 3
+    assert read_json(out / "base" / "metrics.json")["overall"]["n"] == 3
+
+
+def test_a_dead_http_server_fails_the_run(tiny_model_dir: Path, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = _base_only(tiny_model_dir, tmp_path / "eval", [("backend", "http"),
+                        ("base_url", f"http://127.0.0.1:{port}/v1"), ("max_retries", "0"), ("timeout_s", "2")])
+    with pytest.raises(GenerationFailure, match="model\\(s\\) failed"):
+        run_sweep(config)
+    assert read_json(tmp_path / "eval" / "base" / "record.json")["status"] == "failed"
+
+
+def test_nonsense_decoding_lengths_are_refused(tiny_model_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(RecipeError, match="max_new_tokens must be at least 1 \\(got -1\\)"):
+        _base_only(tiny_model_dir, tmp_path, [("max_new_tokens", "-1")])
+
+
+def test_the_offline_model_aliases_are_accepted_by_the_evaluator_and_judge(tiny_model_dir: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import gnt.models.tiny as tiny
+    from gnt.evaluation.discovery import discover_models
+    from gnt.judge.config import resolve_model_path
+
+    monkeypatch.setattr(tiny, "default_cache_dir", lambda: tiny_model_dir.parent)
+    [base] = discover_models([], [], "gnt:tiny")
+    assert base.base_model == str(tiny_model_dir)
+    assert resolve_model_path("gnt:tiny") == resolve_model_path("tiny") == str(tiny_model_dir)
+    with pytest.raises(RecipeError, match="unknown model alias 'gnt:huge'; valid: gnt:tiny, gnt:smollm"):
+        discover_models([], [], "gnt:huge")
+
+
+def test_concurrent_summary_writers_lose_no_entry(tmp_path: Path) -> None:
+
+    out = tmp_path / "eval"
+    script = (
+        "import sys; from pathlib import Path; from gnt.evaluation.results import update_summary\n"
+        "out, tag = Path(sys.argv[1]), sys.argv[2]\n"
+        "for i in range(100):\n"
+        "    name = f'{tag}/checkpoint-{i}'\n"
+        "    (out / name).mkdir(parents=True, exist_ok=True); (out / name / 'record.json').write_text('{}')\n"
+        "    update_summary(out, [{'name': name, 'record': f'{name}/record.json'}])\n"
+    )
+    env = {**__import__("os").environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    writers = [subprocess.Popen([sys.executable, "-c", script, str(out), tag], env=env) for tag in ("a", "b")]
+    assert [w.wait(timeout=120) for w in writers] == [0, 0]
+    names = [m["name"] for m in load_summary(out)["models"]]
+    assert len(names) == len(set(names)) == 200
+
+
+def test_a_truncated_adapter_fails_the_run_instead_of_scoring_zero(eval_tiny_run: Path, tmp_path: Path) -> None:
+    adapter = tmp_path / "copy" / "checkpoint-1"
+    shutil.copytree(eval_tiny_run / "checkpoint-1", adapter)
+    weights = adapter / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:200])
+    config = load_eval_config(RECIPES_DIR / "eval-tiny.yaml", [*GRID, ("include_base", "false"), ("chunk_size", "64")],
+                              adapters=[str(adapter)], out_dir=str(tmp_path / "eval"))
+    with pytest.raises(GenerationFailure, match=r"copy/checkpoint-1 \("):
+        run_sweep(config)
+    record = read_json(tmp_path / "eval" / "copy" / "checkpoint-1" / "record.json")
+    assert record["status"] == "failed" and not (tmp_path / "eval" / "copy" / "checkpoint-1" / "metrics.json").exists()

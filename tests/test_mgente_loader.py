@@ -140,3 +140,40 @@ def test_gendered_words_formats() -> None:
     assert parse_gendered_words("['caro'|'stanco']", "") == ("caro", "stanco")
     assert parse_gendered_words("", "Il <M>caro</M> amico") == ("caro",)
     assert parse_gendered_words("", "") == ()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Files that used to load as junk or as nothing, silently
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_duplicate_column_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "en-it.tsv"
+    write_tsv(path, [[*r, "junk"] for r in GOOD_ROWS], HEADER + "\tSRC")
+    with pytest.raises(DataError, match=r"en-it.tsv:1:SRC: duplicate column 'SRC' \(columns 4 and 11\)"):
+        read_tsv(path)
+
+
+def test_cr_only_line_endings_are_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "en-it.tsv"
+    path.write_bytes((HEADER + "\r" + "".join("\t".join(r) + "\r" for r in GOOD_ROWS)).encode())
+    with pytest.raises(DataError, match=r"en-it.tsv:1:\d+: carriage return without line feed"):
+        read_tsv(path)
+    path.write_bytes((HEADER + "\r\n" + "".join("\t".join(r) + "\r\n" for r in GOOD_ROWS)).encode())
+    assert len(read_tsv(path)) == 2  # CRLF stays fine
+
+
+def test_header_only_file_is_an_error(tmp_path: Path) -> None:
+    path = write_tsv(tmp_path / "en-it.tsv", [])
+    with pytest.raises(DataError, match=r"en-it.tsv:2: no data rows after the header"):
+        load_mgente(path, ["it"])
+    with pytest.raises(DataError, match="no data rows"):
+        load_mgente(tmp_path, ["it"])
+
+
+def test_languages_that_select_nothing_are_an_error(tmp_path: Path) -> None:
+    path = write_tsv(tmp_path / "en-it.tsv", GOOD_ROWS)
+    with pytest.raises(DataError, match=r"en-it.tsv: holds en-it rows only, and the languages asked for are es"):
+        load_mgente(path, ["es"])
+    with pytest.raises(DataError, match="no language selected"):
+        load_mgente(path, [])

@@ -238,3 +238,16 @@ def test_slurm_script_and_node_command_cli() -> None:
     ).stdout
     assert "--num_processes 8 --machine_rank 1 --main_process_ip 10.1.2.3" in out
     assert out.strip().endswith("train/dpo.py recipes/qwen-dpo.yaml sft_adapter=runs/qwen-sft")
+
+
+@pytest.mark.parametrize(("override", "expected"), [
+    ("max_steps=-3", "max_steps: -3: give a positive number of optimizer steps, or -1"),
+    ("max_steps=0", "max_steps: 0: give a positive number"),
+    ("max_length=0", "max_length: 0: give a positive number of tokens"),
+    ("max_train_samples=-1", "max_train_samples: -1: give a positive number of rows"),
+    ("max_eval_samples=0", "max_eval_samples: 0: give a positive number of rows"),
+])
+def test_values_with_another_meaning_or_a_late_crash_are_refused(override: str, expected: str, capsys) -> None:
+    assert main("sft", [str(RECIPES_DIR / "tiny.yaml"), override, "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: ") and expected in err[-1]

@@ -318,3 +318,48 @@ def test_fewer_extraction_errors_is_marked_better_and_more_is_marked_worse() -> 
     assert cell.text() == "4 (10.0%) [5.0, 20.0] ▲ p=0.004"
     worse = Cell(value=0.7, lo=0.6, hi=0.8, count=28, test=more, p_adjusted=0.004, kind="errors", higher_is_better=False)
     assert worse.text().endswith("▼ p=0.004")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The report lists model folders itself; damaged results files are errors, never "not run" or a made-up model
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def test_a_model_missing_from_the_summary_is_still_reported(tmp_path: Path) -> None:
+    from gnt.report.collect import collect
+
+    out = make_results(tmp_path / "eval", steps=(4, 8), extras=False, rows_per_set=2)
+    summary = read_json(out / "summary.json")
+    summary["models"] = [m for m in summary["models"] if m["name"] != "sft/checkpoint-8"]
+    summary["models"].append({"name": "sft/checkpoint-99"})  # its folder is gone
+    write_json(out / "summary.json", summary)
+    results = collect(out)
+    assert [m.name for m in results.models] == ["base", "sft/checkpoint-4", "sft/checkpoint-8"]
+    assert any("sft/checkpoint-99" in w for w in results.warnings)
+
+
+def test_a_truncated_summary_is_a_warning_and_invents_no_model(tmp_path: Path) -> None:
+    from gnt.report.collect import collect
+
+    out = make_results(tmp_path / "eval", steps=(4,), extras=False, rows_per_set=2)
+    (out / "cache").mkdir()
+    (out / "cache" / "generations.jsonl").write_text('{"key": "k", "text": "x"}\n')  # the sweep's cache
+    text = (out / "summary.json").read_text()
+    (out / "summary.json").write_text(text[: len(text) // 2])
+    results = collect(out)
+    assert [m.name for m in results.models] == ["base", "sft/checkpoint-4"]
+    assert any("summary.json is unreadable" in w for w in results.warnings)
+
+
+def test_a_truncated_metrics_file_is_an_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import importlib.util
+
+    out = make_results(tmp_path / "eval", steps=(4,), extras=False, rows_per_set=2)
+    metrics = out / "sft" / "checkpoint-4" / "metrics.json"
+    metrics.write_text(metrics.read_text()[:100])
+    spec = importlib.util.spec_from_file_location("report_cli", Path(__file__).parent.parent / "eval/report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    assert module.main([str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"error: {metrics}: unreadable") and "Rerun eval/evaluate.py" in err[-1]

@@ -122,3 +122,37 @@ def test_clear_errors_and_disabled_mode(tmp_path: Path) -> None:
     assert "no wandb.run_id" in log_eval_to_wandb(tmp_path, tmp_path / "run", mode="offline")["skipped"][0]
     write_json(tmp_path / "run" / "gnt_run.json", {"stage": "sft", "wandb": {"run_id": "x", "mode": "disabled"}})
     assert log_eval_to_wandb(tmp_path, tmp_path / "run", mode="disabled")["skipped"] == ["W&B mode is disabled"]
+
+
+def test_a_relative_wandb_dir_is_found_from_the_run_folder_not_the_cwd(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from gnt.report.wandb_log import log_eval_to_wandb
+    from gnt.report.wandb_offline import offline_run_dirs
+
+    project = tmp_path / "project"
+    run_dir = make_run(project / "runs", "sft", [4], run_id="relrun01")
+    record = read_json(run_dir / "gnt_run.json")
+    record["wandb"]["dir"] = "runs/sft"  # as training wrote it, started from the project folder
+    record["output_dir"] = "/somewhere/else/runs/sft"  # the run folder was moved since
+    (run_dir / "gnt_run.json").write_text(json.dumps(record))
+    fake_training_run(run_dir, "relrun01", steps=4)
+    results = make_results(tmp_path / "eval", run_dir=run_dir, steps=(4,), extras=False, langs=("it",),
+                           rows_per_set=2)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    summary = log_eval_to_wandb(results, run_dir, images=False)
+    assert [e["model"] for e in summary["logged"]] == ["base", "sft/checkpoint-4"]
+    assert len(offline_run_dirs(run_dir, "relrun01")) == 2  # the training segment and the evaluation one
+    assert not any(elsewhere.rglob("*")), "nothing written under the current directory"
+
+
+def test_nothing_is_recorded_as_logged_when_the_wandb_folder_is_missing(tmp_path: Path) -> None:
+    from gnt.report.wandb_log import WandbLogError, log_eval_to_wandb
+
+    run_dir = make_run(tmp_path, "sft", [4], run_id="gonerun1", wandb_dir=tmp_path / "gone")
+    results = make_results(tmp_path / "eval", run_dir=run_dir, steps=(4,), extras=False, langs=("it",),
+                           rows_per_set=2)
+    with pytest.raises(WandbLogError, match="does not exist; nothing was logged"):
+        log_eval_to_wandb(results, run_dir, images=False)
+    assert not (run_dir / "wandb_eval_log.json").exists() and not (tmp_path / "gone").exists()

@@ -331,3 +331,15 @@ def test_an_fsdp_launch_without_gpu_is_refused_but_its_dry_run_validates(monkeyp
     kwargs = {"bf16": False}
     notes = adapt_to_launch(kwargs, dry_run=True)
     assert any("FSDP itself needs GPUs" in n for n in notes) and kwargs["use_cpu"] is True
+
+
+def test_dpo_over_a_corrupt_sft_adapter_is_one_error_line(tmp_path: Path, training_data_dir: Path, capsys) -> None:
+    sft = tmp_path / "sft"
+    sft.mkdir()
+    (sft / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "gnt:tiny", "peft_type": "LORA"}))
+    (sft / "adapter_model.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{\"a\":")  # truncated copy
+    argv = [TINY_DPO, f"sft_adapter={sft}", f"data_dir={training_data_dir}", f"output_dir={tmp_path / 'dpo'}"]
+    assert main("dpo", argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"error: sft_adapter: {sft / 'adapter_model.safetensors'} is unreadable")
+    assert "Traceback" not in "\n".join(err)

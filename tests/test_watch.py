@@ -127,7 +127,7 @@ def test_command_evaluator_fills_placeholders(tmp_path: Path) -> None:
     records = watch(queue, evaluate, poll_s=0.01, timeout_s=30)
     assert records[0]["status"] == "ok"
     assert Path(f"{out}.txt").read_text() == "7:sft/checkpoint-7"
-    failing = command_evaluator("exit 3")
+    failing = command_evaluator("{python} -c 'raise SystemExit(3)'")
     item = queued_items(queue)[0]
     with pytest.raises(RuntimeError, match="exited with 3"):
         failing(item)
@@ -265,3 +265,68 @@ def test_watch_cli_with_a_command(tmp_path: Path, capsys: pytest.CaptureFixture)
     assert read_json(queue / "sft" / "checkpoint-3.done.json")["status"] == "ok"
     queue_checkpoint(fake_checkpoint(tmp_path / "sft", 4), queue, global_step=4)
     assert module.main([str(queue), "--command", "false", "--once"]) == 1  # a failed evaluation: exit 1
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The command runs without a shell; bad templates, recipes and queues stop before anything is claimed
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _watch_cli():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("watch_cli", Path(__file__).parent.parent / "eval/watch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_folder_name_never_runs_as_a_shell_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    queue = tmp_path / "queue"
+    run = "r$(touch${IFS}PWNED)"
+    queue_checkpoint(fake_checkpoint(tmp_path / run, 2), queue, global_step=2)
+    mark_training_done(queue, run, 2)
+    log = tmp_path / "seen.txt"
+    script = "import sys; open(sys.argv[1], 'a').write(sys.argv[2] + chr(10))"
+    for template in (f'{{python}} -c "{script}" {log} "{{run_dir}}"', f"{{python}} -c \"{script}\" {log} '{{name}}'",
+                     f"{{python}} -c \"{script}\" {log} {{checkpoint}}"):
+        records = watch(queue, command_evaluator(template), once=True)
+        assert [r["status"] for r in records] == ["ok"]
+        for path in queue.rglob("*.done.json"):
+            path.unlink()
+        for path in queue.rglob("*.claim"):
+            path.unlink()
+    assert not list(tmp_path.rglob("PWNED")), "the folder name ran as a command"
+    seen = log.read_text().splitlines()
+    assert seen == [str(queue / run), f"{run}/checkpoint-2", str(queue / run / "checkpoint-2")]
+
+
+def test_an_unknown_placeholder_is_an_error_before_anything_is_claimed(tmp_path: Path, capsys) -> None:
+    queue = tmp_path / "queue"
+    queue_checkpoint(fake_checkpoint(tmp_path / "sft", 3), queue, global_step=3)
+    mark_training_done(queue, "sft", 3)
+    assert _watch_cli().main([str(queue), "--command", "echo {bogus}", "--once"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: --command: unknown placeholder {bogus}; valid: {checkpoint}")
+    assert not list(queue.rglob("*.claim")) and not list(queue.rglob("*.done.json"))
+    assert _watch_cli().main([str(queue), "--command", "no-such-program-here {checkpoint}", "--once"]) == 2
+    assert "not an executable on PATH" in capsys.readouterr().err
+    assert _watch_cli().main([str(queue), "--command", "test -d {checkpoint}", "--once"]) == 0  # still queued
+
+
+def test_a_missing_queue_folder_is_an_error(tmp_path: Path, capsys) -> None:
+    assert _watch_cli().main([str(tmp_path / "no-queue"), "--command", "true", "--once"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"error: queue folder {tmp_path / 'no-queue'} does not exist")
+
+
+def test_a_recipe_that_is_a_yaml_list_is_one_error_line(tmp_path: Path, capsys) -> None:
+    queue = tmp_path / "queue"
+    queue_checkpoint(fake_checkpoint(tmp_path / "sft", 3), queue, global_step=3)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("- langs: it\n- shots: 4\n")
+    assert _watch_cli().main([str(queue), "--recipe", str(recipe), "--once"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"error: {recipe}: a recipe is a mapping of keys to values, got a list"
+    assert "Traceback" not in "\n".join(err) and not list(queue.rglob("*.claim"))

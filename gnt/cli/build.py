@@ -16,6 +16,7 @@ from pathlib import Path
 from gnt.data.build import BuildConfig, build_dataset
 from gnt.data.entry import LANGUAGES
 from gnt.data.errors import DataError, DataErrors
+from gnt.data.training_rows import DPO_KINDS
 from gnt.prompts.grid import CONFIGS, SHOT_COUNTS
 
 
@@ -44,10 +45,23 @@ def parse_args(argv: list[str] | None = None) -> BuildConfig:
     bad = [x for x in langs if x not in LANGUAGES]
     if bad:
         parser.error(f"unknown language(s) {bad}; valid: {', '.join(LANGUAGES)}")
+    if not langs:
+        parser.error(f"--langs {args.langs!r} selects no language; valid: {', '.join(LANGUAGES)}")
+    for flag, value in (("--test-fraction", args.test_fraction), ("--dev-fraction", args.dev_fraction)):
+        if not 0 <= value < 1:
+            parser.error(f"{flag} {value} must be in [0, 1)")
+    if args.test_fraction + args.dev_fraction >= 1:
+        parser.error("--test-fraction + --dev-fraction must stay below 1 (no room left for training rows)")
+    if args.templated_pairs < 0:
+        parser.error(f"--templated-pairs {args.templated_pairs} must be 0 (none) or a positive count")
+    kinds = tuple(k.strip() for k in args.dpo_kinds.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in DPO_KINDS]
+    if unknown or not kinds:
+        parser.error(f"--dpo-kinds: unknown kind(s) {unknown or [args.dpo_kinds]}; valid: {', '.join(DPO_KINDS)}")
     config = BuildConfig(
         out_dir=args.out, mgente=args.mgente, langs=langs, seed=args.seed, test_fraction=args.test_fraction,
         dev_fraction=args.dev_fraction, templated_pairs=args.templated_pairs,
-        dpo_kinds=tuple(k.strip() for k in args.dpo_kinds.split(",") if k.strip()),
+        dpo_kinds=kinds,
         prompts_dir=args.prompts, progress=not args.no_progress,
         train_configs=tuple(c.strip() for c in args.train_configs.split(",") if c.strip()),
         train_shots=tuple(_shot(parser, s) for s in args.train_shots.split(",") if s.strip()),

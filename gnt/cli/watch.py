@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,8 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("queue", help="the queue folder (recipe key eval_queue_dir of the training run)")
     how = parser.add_mutually_exclusive_group(required=True)
     how.add_argument("--recipe", help="evaluation recipe: evaluate in-process with the evaluation core")
-    how.add_argument("--command", help="shell command template per checkpoint: {checkpoint} {run_dir} {step} "
-                                       "{name} {queue} {out} {python}")
+    how.add_argument("--command", help="command template per checkpoint, run without a shell: {checkpoint} "
+                                       "{run_dir} {step} {name} {queue} {out} {python} (also $GNT_CHECKPOINT ...)")
     parser.add_argument("--out", help="results folder (recipe key out_dir; {out} in --command)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="recipe override, e.g. --set backend=vllm (repeatable; with --recipe)")
@@ -40,18 +41,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
+    from gnt.recipe import RecipeError
     from gnt.report import watch as watching
 
-    if args.recipe:
-        evaluate = watching.recipe_evaluator(args.recipe, args.out, args.set, include_base=not args.no_base)
-        out = args.out
-        if out is None:
+    try:  # every check before the first claim: a bad template or recipe must not mark queued checkpoints failed
+        if not Path(args.queue).is_dir():
+            raise watching.WatchError(f"queue folder {args.queue} does not exist (the training recipe's "
+                                      "eval_queue_dir); create it first to wait for a training run that starts later")
+        if args.recipe:
             from gnt.evaluation.config import load_eval_config
+            from gnt.recipe import parse_command_line
 
-            out = load_eval_config(args.recipe, []).out_dir
-    else:
-        evaluate = watching.command_evaluator(args.command, out_dir=args.out)
-        out = args.out
+            config = load_eval_config(args.recipe, parse_command_line(list(args.set)).overrides,
+                                      out_dir=args.out)
+            evaluate = watching.recipe_evaluator(args.recipe, args.out, args.set, include_base=not args.no_base)
+            out = args.out or config.out_dir
+        else:
+            evaluate = watching.command_evaluator(args.command, out_dir=args.out)
+            out = args.out
+    except (RecipeError, watching.WatchError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if (args.report or args.wandb) and not out:
         print("error: --report/--wandb need --out (the results folder)", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ Output directory layout (written atomically: a failed build leaves nothing behin
     eval/templated_{test,dev}.jsonl         held-out templated entries, scorable in the grid's format
     eval/templated_suite.jsonl              held-out templated pairs (the sensitivity suite)
     manifest.json                           counts, seeds, input hashes, ids and source keys per split
+    .gnt-data-build                         marker: the files this build wrote (what a rebuild may replace)
 """
 
 from __future__ import annotations
@@ -28,12 +29,15 @@ from gnt.data.errors import DataError
 from gnt.data.mgente import load_mgente
 from gnt.data.splits import SPLITS, Split, check_no_leak, split_entries
 from gnt.data.training_rows import DPO_KINDS, dpo_rows, sft_rows
-from gnt.io import atomic_directory, sha256_file, write_json
+from gnt.io import atomic_directory, read_json, sha256_file, write_json
 from gnt.paths import JUDGE_DIR, SAMPLE_DIR
 from gnt.prompts.grid import CONFIGS, SHOT_COUNTS, PromptGrid
 from gnt.records import environment_record
 
 MANIFEST = "manifest.json"
+MARKER = ".gnt-data-build"
+"""Written into every build's output folder, listing the files the build wrote: the build replaces an existing
+``--out`` only when this marker is there and the folder holds nothing else (a user's files are never deleted)."""
 
 
 @dataclass
@@ -95,6 +99,7 @@ def build_dataset(config: BuildConfig) -> dict:
     """Build everything into ``config.out_dir``; return the manifest. Raises DataError(s) before writing anything."""
     started = time.perf_counter()
     langs = tuple(config.langs)
+    check_replaceable(config)
     entries = load_mgente(config.mgente, langs)
     grid = PromptGrid(langs, config.prompts_dir, seed=config.seed)
     excluded = {key: "prompt demonstration" for key in grid.demonstration_keys()}
@@ -136,6 +141,8 @@ def build_dataset(config: BuildConfig) -> dict:
             held_out = {e.meta.get("pair_id") for e in templated.test}
             write_suite([p for p in pairs if p.pair_id in held_out], tmp / "eval" / "templated_suite.jsonl")
         write_json(tmp / MANIFEST, manifest)
+        files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+        write_json(tmp / MARKER, {"format": "gnt-align/data-build-marker/1", "files": files})
     return manifest
 
 
@@ -148,6 +155,63 @@ def _check_train_cells(config: BuildConfig) -> None:
             f"training cells: unknown or empty {', '.join(map(repr, bad)) or 'selection'}; configurations are "
             f"{', '.join(CONFIGS)} and shot counts {', '.join(map(str, SHOT_COUNTS))}"
         )
+
+
+LEGACY_FILES = ("sft/train.jsonl", "sft/dev.jsonl", "dpo/train.jsonl", "dpo/dev.jsonl", "eval/mgente_test.jsonl",
+                "eval/templated_suite.jsonl", MANIFEST)
+"""What builds made before the marker existed wrote: such a folder (recognised by its manifest) is still ours."""
+
+
+def _legacy_build(out: Path) -> bool:
+    try:
+        return read_json(out / MANIFEST).get("format") == "gnt-align/data/1"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or path.is_relative_to(folder)
+
+
+def check_replaceable(config: BuildConfig) -> None:
+    """Refuse an ``--out`` that holds an input or anything the build did not write itself, before any work.
+
+    The build swaps its output folder in whole, so replacing a folder of the user's (``--out .``, ``--out runs``,
+    the mGeNTE folder itself) would delete their files. Only a folder carrying the build's marker, with no file
+    beside those the marker lists, is replaced; an empty folder is filled.
+    """
+    out = Path(config.out_dir).resolve()
+    inputs = [("--mgente", config.mgente), ("--prompts", config.prompts_dir),
+              ("--judge-exemplars", config.judge_exemplars_dir)]
+    for flag, value in inputs:
+        if value and Path(value).exists() and _inside(Path(value).resolve(), out):
+            raise DataError(f"--out {config.out_dir} contains the input {flag} {value}; the build replaces its output "
+                            "folder whole, so write it elsewhere (e.g. --out outputs/data)")
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise DataError(f"--out {config.out_dir} is a file, not a folder")
+    present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() or p.is_symlink()}
+    if not present and not any(out.iterdir()):
+        return
+    marker = out / MARKER
+    listed = None
+    if marker.is_file():
+        try:
+            listed = set(read_json(marker)["files"])
+        except (ValueError, KeyError, TypeError):
+            listed = None
+    elif _legacy_build(out):
+        listed = set(LEGACY_FILES)
+    if listed is None:
+        raise DataError(f"--out {config.out_dir} already exists and was not written by data/build.py (no {MARKER} "
+                        "marker); the build replaces its output folder whole, so choose a new --out or move that "
+                        "folder away yourself")
+    foreign = sorted(present - listed - {MARKER})
+    if foreign:
+        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        raise DataError(f"--out {config.out_dir} holds files the build did not write ({', '.join(foreign[:3])}{more}); "
+                        "rebuilding would delete them: move them out or choose a new --out")
 
 
 def _write_lines(path: Path, records: list[dict]) -> None:

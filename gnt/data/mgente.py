@@ -112,6 +112,14 @@ def _decode_lines(path: Path) -> list[str]:
     raw = path.read_bytes()
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
+    lone_cr = re.search(rb"\r(?!\n)", raw)
+    if lone_cr:  # CR-only (classic Mac) endings would read as one long header line and zero rows
+        before = raw[: lone_cr.start()]
+        raise DataError(
+            "carriage return without line feed: the file has CR-only line endings (or a stray CR in a field); "
+            "save it with LF or CRLF line endings", path, before.count(b"\n") + 1,
+            lone_cr.start() - (before.rfind(b"\n") + 1) + 1,
+        )
     lines = []
     for number, chunk in enumerate(raw.split(b"\n"), start=1):
         try:
@@ -136,6 +144,11 @@ def read_table(path: Path, required: tuple[str, ...]) -> tuple[list[str], list[t
         guess = next((name for sep, name in ((",", "comma"), (";", "semicolon"), ("|", "pipe")) if sep in lines[0]), None)
         hint = f"; it looks {guess}-separated" if guess else ""
         raise DataError(f"wrong delimiter: the header has no tab{hint}; mGeNTE files are tab-separated", path, 1)
+    seen: dict[str, int] = {}
+    for index, name in enumerate(header, start=1):
+        if name in seen:  # a dict of the row would silently keep the last copy's values
+            raise DataError(f"duplicate column {name!r} (columns {seen[name]} and {index})", path, 1, name)
+        seen[name] = index
     missing = [name for name in required if name not in header]
     if missing:
         raise DataError(
@@ -185,6 +198,8 @@ def read_tsv(path: str | Path, lang: Language | None = None, common_path: str | 
     path = Path(path)
     lang = lang or language_of(path)
     _, rows = read_table(path, REQUIRED_COLUMNS)
+    if not rows:
+        raise DataError("no data rows after the header", path, 2)
     entries = rows_to_entries(rows, lang, str(path))
     common_file = Path(common_path) if common_path else path.parent / "common" / path.name
     if common_file.is_file():
@@ -214,7 +229,17 @@ def load_hub(
     entries: list[Entry] = []
     for lang in langs:
         config = hub_config(lang)
-        dataset = load_dataset(hub_id, config, split=split, revision=revision)
+        try:
+            dataset = load_dataset(hub_id, config, split=split, revision=revision)
+        except Exception as exc:  # noqa: BLE001 - offline, gated, unknown id: each is a user-facing data problem
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise DataError(
+                f"cannot load {config!r} (split {split!r}) from the hub: {detail}. mGeNTE is gated: accept its "
+                "licence and run `huggingface-cli login` on a machine with network, or pass a local folder or TSV",
+                hub_id,
+            ) from None
+        if len(dataset) == 0:
+            raise DataError(f"{config!r} (split {split!r}) has no rows", hub_id)
         missing = [c for c in REQUIRED_COLUMNS if c not in dataset.column_names]
         if missing:
             raise DataError(f"missing column(s) {', '.join(missing)}", f"{hub_id}[{config}]", 1, missing[0])
@@ -230,12 +255,18 @@ def load_mgente(source: str | Path, langs: Iterable[Language] = LANGUAGES) -> li
     typo in a local path is never sent to the network.
     """
     langs = tuple(langs)
+    if not langs:
+        raise DataError("no language selected (valid: " + ", ".join(LANGUAGES) + ")", str(source))
     path = Path(source)
     if path.is_dir():
         return read_directory(path, langs)
     if path.is_file():
         entries = read_tsv(path)
-        return [e for e in entries if e.lang in langs]
+        kept = [e for e in entries if e.lang in langs]
+        if not kept:
+            raise DataError(f"holds en-{entries[0].lang} rows only, and the languages asked for are "
+                            f"{', '.join(langs) or 'none'}", path)
+        return kept
     if re.fullmatch(r"[\w.-]+/[\w.-]+", str(source)) and not str(source).endswith(".tsv"):
         return load_hub(str(source), langs)
     raise DataError("no such file or directory, and not a hub id of the form owner/name", str(source))

@@ -106,6 +106,9 @@ class EvalConfig:
             raise RecipeError("langs, configs and shots must each select at least one value")
         if self.backend == "http" and not self.base_url:
             raise RecipeError("backend http needs base_url (e.g. http://localhost:8000/v1)")
+        if self.max_new_tokens < 1:
+            raise RecipeError(f"max_new_tokens must be at least 1 (got {self.max_new_tokens}); the grid's answers "
+                              "need about 256")
         if self.chunk_size < 1 or self.batch_size < 1:
             raise RecipeError("chunk_size and batch_size must be positive")
         if self.preference_pairs_per_kind is not None and self.preference_pairs_per_kind < 1:

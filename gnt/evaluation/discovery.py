@@ -136,6 +136,10 @@ def discover_models(
     runs: list[str], adapters: list[str], model: str | None, include_base: bool = True
 ) -> list[ModelUnderTest]:
     """The models of one sweep, base model(s) first; ``model`` overrides the base recorded by runs/adapters."""
+    from gnt.models.aliases import resolve_model
+
+    if model:
+        model = resolve_model(model)  # gnt:tiny and gnt:smollm, as training accepts them
     tuned: list[ModelUnderTest] = []
     for run in runs:
         tuned.extend(run_checkpoints(run))
@@ -151,6 +155,8 @@ def discover_models(
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise RecipeError(f"two adapters would share the results folder {duplicates[0]!r}; rename one run folder")
+    for item in tuned:
+        item.base_model = resolve_model(item.base_model)
     bases = list(dict.fromkeys(m.base_model for m in tuned)) if tuned else [model] if model else []
     if not bases:
         raise RecipeError("nothing to evaluate: give --run, --adapter or --model")

@@ -15,11 +15,14 @@ Each file is written atomically; a model folder is complete once its ``record.js
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 
 from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
-from gnt.io import read_json, read_jsonl, write_json
+from gnt.io import file_lock, read_json, read_jsonl, write_json
+
+log = logging.getLogger("gnt.evaluation")
 
 GENERATIONS = "generations.jsonl"
 METRICS = "metrics.json"
@@ -43,8 +46,21 @@ def load_generations(folder: str | Path) -> list[dict]:
 
 
 def load_summary(out_dir: str | Path) -> dict:
+    """``summary.json``, or an empty one when it is missing or unreadable (it is an index, rebuilt by each sweep;
+    the report lists the model folders themselves)."""
     path = Path(out_dir) / SUMMARY
-    return read_json(path) if path.is_file() else {"format": SUMMARY_FORMAT, "models": []}
+    empty = {"format": SUMMARY_FORMAT, "models": []}
+    if not path.is_file():
+        return empty
+    try:
+        summary = read_json(path)
+    except (OSError, ValueError) as exc:
+        log.warning("%s is unreadable (%s); starting it afresh from this sweep's models", path, exc)
+        return empty
+    if not isinstance(summary, dict) or not isinstance(summary.get("models"), list):
+        log.warning("%s is not a summary (no list of models); starting it afresh", path)
+        return empty
+    return summary
 
 
 def headline(metrics: dict) -> dict:
@@ -63,12 +79,15 @@ def headline(metrics: dict) -> dict:
 
 def update_summary(out_dir: str | Path, entries: list[dict]) -> Path:
     """Merge this sweep's model entries into ``summary.json`` (a model evaluated again replaces its entry)."""
-    summary = load_summary(out_dir)
-    fresh = {e["name"] for e in entries}
-    kept = [e for e in summary.get("models", []) if e["name"] not in fresh and (Path(out_dir) / e["record"]).is_file()]
-    summary = {"format": SUMMARY_FORMAT, "cache": str(CACHE), "models": kept + entries}
     path = Path(out_dir) / SUMMARY
-    write_json(path, summary)
+    with file_lock(path.with_name(SUMMARY + ".lock")):  # concurrent sweeps on one folder must not drop entries
+        summary = load_summary(out_dir)
+        fresh = {e["name"] for e in entries}
+        kept = [
+            e for e in summary["models"]
+            if isinstance(e, dict) and e.get("name") not in fresh and (Path(out_dir) / str(e.get("record"))).is_file()
+        ]
+        write_json(path, {"format": SUMMARY_FORMAT, "cache": str(CACHE), "models": kept + entries})
     return path
 
 

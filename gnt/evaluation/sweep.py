@@ -368,14 +368,22 @@ class _Sweep:
                         sharded=shards.get(model.name) if shards is not None else None,
                     )
                     summary_entries.append(entry)
-                    table.append((model.name, metrics))
+                    if metrics is not None:
+                        table.append((model.name, metrics))
             finally:
                 backend.close()
         update_summary(self.out, summary_entries)
-        if self.config.progress:
+        if self.config.progress and table:
             from gnt.evaluation.table import print_metrics_table
 
             print_metrics_table(table)
+        failed = [e for e in summary_entries if e.get("status") == "failed"]
+        if failed:
+            raise GenerationFailure(
+                f"{len(failed)} of {len(summary_entries)} model(s) failed, every generation in error: "
+                + "; ".join(f"{e['name']} ({e['error']})" for e in failed)
+                + ". Nothing of theirs was cached: rerun the same command to retry them"
+            )
 
 
 def _shard_counts(records: list[dict]) -> dict[str, dict]:
@@ -471,7 +479,8 @@ def _evaluate_model(
     environment: dict,
     *,
     sharded: dict | None = None,
-) -> tuple[dict, dict]:
+) -> tuple[dict | None, dict]:
+    """Generate, score and record one model; metrics are None when every generation failed (a run error)."""
     started = time.perf_counter()
     hits, misses, failures = backend.hits, backend.misses, backend.failures
     records = evaluation.run(model, backend, system_role)
@@ -487,8 +496,14 @@ def _evaluate_model(
         model.name, counts["requests"], counts["cache_hits"], counts["generated"], counts["failed"], seconds,
     )
     folder = model_dir(config.out_dir, model.name)
-    metrics = _kept_metrics(folder, records, config, leakage)
-    if metrics is None:
+    errors = [r["generation_error"] for r in records if r.get("generation_error") is not None]
+    failed = bool(records) and len(errors) == len(records)
+    metrics = None if failed else _kept_metrics(folder, records, config, leakage)
+    if failed:  # all-zero metrics would look like a result (to the report, the judge, xCOMET): only the record
+        log.error("%s: every one of %d generations failed (first error: %s)", model.name, len(records), errors[0])
+        (folder / GENERATIONS).unlink(missing_ok=True)
+        (folder / METRICS).unlink(missing_ok=True)
+    elif metrics is None:
         metrics = compute_metrics(
             records, n_boot=config.bootstrap_samples, seed=config.bootstrap_seed, alpha=config.alpha
         )
@@ -497,13 +512,15 @@ def _evaluate_model(
         write_json(folder / METRICS, metrics)
     else:
         log.info("%s: generations unchanged; metrics kept (with any judge/xCOMET results filled in)", model.name)
-    if evaluation.pairs:
+    if evaluation.pairs and metrics is not None:
         block = _preference(config, model, backend, evaluation, folder)
         if block is not None and metrics.get("preference_accuracy") != block:
             metrics["preference_accuracy"] = block
             write_json(folder / METRICS, metrics)
+    status = {"status": "failed", "error": errors[0]} if failed else {"status": "ok"}
     record = {
         "format": "gnt-align/eval-record/1",
+        **status,
         "generation_format": RECORD_FORMAT,
         "model": model.describe(),
         "model_id": backend.model_id,
@@ -541,6 +558,7 @@ def _evaluate_model(
         "metrics": f"{model.name}/{METRICS}",
         "record": f"{model.name}/{RECORD}",
         "counts": counts,
-        "headline": headline(metrics),
+        **status,
+        "headline": None if metrics is None else headline(metrics),
     }
     return metrics, entry

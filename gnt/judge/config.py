@@ -108,6 +108,8 @@ class JudgeRecipe:
             raise RecipeError("an llm judge needs judge_model (a hub id, a folder, 'tiny' or 'smollm')")
         if self.backend == "http" and self.judge == "llm" and not self.base_url:
             raise RecipeError("backend http needs base_url (e.g. http://localhost:8000/v1)")
+        if self.max_new_tokens < 1:
+            raise RecipeError(f"max_new_tokens must be at least 1 (got {self.max_new_tokens})")
         if self.max_retries < 0 or self.chunk_size < 1 or self.batch_size < 1:
             raise RecipeError("max_retries must be >= 0 and chunk_size, batch_size positive")
         for name in self.formats:
@@ -134,16 +136,10 @@ def load_judge_recipe(path: str | Path | None, overrides: Iterable[tuple[str, An
 
 
 def resolve_model_path(name: str) -> str:
-    """``tiny`` / ``smollm`` → the offline model folder (built once); anything else unchanged."""
-    if name == "tiny":
-        from gnt.models.tiny import ensure_tiny_model
+    """``gnt:tiny`` / ``gnt:smollm`` (or bare ``tiny`` / ``smollm``) → the offline model folder; else unchanged."""
+    from gnt.models.aliases import resolve_model
 
-        return str(ensure_tiny_model())
-    if name == "smollm":
-        from gnt.models.smollm import ensure_smollm
-
-        return str(ensure_smollm())
-    return name
+    return resolve_model(name)
 
 
 def make_backend(recipe: JudgeRecipe):

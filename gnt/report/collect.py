@@ -7,8 +7,9 @@ suite), any of which may not have run yet, so every optional part is read tolera
 
 Layout (``<out>/``):
 
-- ``summary.json``: the models of the sweep (names or objects with ``name``); without it, every folder holding a
-  ``metrics.json``/``generations.jsonl`` is a model. Names may contain ``/`` (``sft/checkpoint-8``).
+- ``summary.json``: the models of the sweep (names or objects with ``name``), in its order; every other folder
+  holding a ``record.json``/``metrics.json``/``generations.jsonl`` is a model too (the folders are the truth).
+  Names may contain ``/`` (``sft/checkpoint-8``).
 - ``<model>/record.json`` (model, adapter, backend, decoding, shot orders, ``global_step``, leakage),
   ``metrics.json`` (blocks per cell / language / overall), ``generations.jsonl``, ``judgments.jsonl``,
   ``xcomet.jsonl`` + an xCOMET summary, ``attribution/**`` and ``templated/**`` (tidy data + PNGs).
@@ -21,6 +22,7 @@ group) with value and 95% CI, flattened from each ``metrics.json`` whatever its 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections.abc import Iterable
@@ -41,6 +43,7 @@ RECORD = "record.json"
 XCOMET_ROWS = "xcomet.jsonl"
 RUN_RECORD = "gnt_run.json"
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)")
+log = logging.getLogger(__name__)
 _VALUE_KEYS = ("value", "estimate", "point", "mean", "accuracy", "score", "rate", "system_score", "system")
 _CI_PAIRS = (("lo", "hi"), ("low", "high"), ("ci_low", "ci_high"), ("ci_lo", "ci_hi"), ("lower", "upper"))
 #: Keys of a metrics block that describe the block itself, not a metric.
@@ -212,6 +215,11 @@ class ModelResult:
         return self.adapter_path is None and not _CHECKPOINT.search(self.name)
 
     @property
+    def failed(self) -> bool:
+        """Whether the sweep recorded this model as failed (every generation in error: no metrics to show)."""
+        return first(self.record, "status") == "failed"
+
+    @property
     def global_step(self) -> int | None:
         step = first(self.record, "global_step", "model.global_step")
         if isinstance(step, int):
@@ -289,6 +297,7 @@ class Results:
     judge_validation: list[tuple[Path, dict]]
     missing: dict[str, list[str]]
     suite_pngs: list[Path] = field(default_factory=list)  # templated-suite figures across models
+    warnings: list[str] = field(default_factory=list)  # shown at the top of the report and logged
 
     def model(self, name: str) -> ModelResult:
         for model in self.models:
@@ -386,22 +395,57 @@ def read_judgments(path: Path, sample_keys: set[str]) -> list[dict]:
     return out
 
 
-def _model_names(directory: Path, summary: dict) -> list[str]:
+#: Top-level folders of a results folder that are not models (the generation cache, the report, the suite).
+NOT_MODELS = {"cache", "report", "templated_suite"}
+#: Sub-folders of a model folder written by later steps.
+MODEL_PARTS = {"attribution", "templated"}
+
+
+class ResultsError(RuntimeError):
+    """A results file exists but cannot be read (a truncated write, a hand edit): the message names it and the fix."""
+
+
+def model_folders(directory: Path) -> list[str]:
+    """Every model folder under the results folder (holding a record, metrics or generations), as model names."""
+    found = set()
+    for marker in (RECORD, METRICS, GENERATIONS):
+        for path in directory.rglob(marker):
+            rel = path.parent.relative_to(directory)
+            if rel.parts and rel.parts[0] not in NOT_MODELS and not MODEL_PARTS & set(rel.parts):
+                found.add(rel.as_posix())
+    return sorted(found)
+
+
+def _model_names(directory: Path, summary: dict, warnings: list[str]) -> list[str]:
+    """The models to report: those ``summary.json`` lists (its order), then every other model folder on disk.
+
+    The folders are the truth: a model a concurrent or interrupted sweep left out of the summary is still reported,
+    and a summary entry whose folder is gone is named in a warning instead of shown as a model that was "not run".
+    """
     listed = first(summary, "models", default=[])
     names = []
     for item in listed if isinstance(listed, list) else list(listed):
         name = first(item, "name", "model", "dir") if isinstance(item, dict) else item
-        if name is not None:
+        if name is not None and str(name) not in names:
             names.append(str(name))
-    if names:
-        return names
-    found = set()
-    for marker in (METRICS, GENERATIONS):
-        for path in directory.rglob(marker):
-            rel = path.parent.relative_to(directory)
-            if rel.parts and "attribution" not in rel.parts and "templated" not in rel.parts:
-                found.add(rel.as_posix())
-    return sorted(found)
+    on_disk = model_folders(directory)
+    gone = [n for n in names if n not in on_disk]
+    for name in gone:
+        warnings.append(f"summary.json lists {name!r}, but {directory / name} holds no results: left out")
+    return [n for n in names if n in on_disk] + [n for n in on_disk if n not in names]
+
+
+def _read_result_json(path: Path) -> Any:
+    """A results JSON file, None when absent; a present but unreadable one is an error, never "not run"."""
+    if not path.is_file():
+        return None
+    try:
+        return read_json(path)
+    except (OSError, ValueError) as exc:
+        raise ResultsError(
+            f"{path}: unreadable ({exc}); a truncated write? Rerun eval/evaluate.py with the same arguments to "
+            "rewrite it (cached generations are reused)"
+        ) from None
 
 
 def _run_record(record: dict, directory: Path) -> dict | None:
@@ -434,8 +478,8 @@ def _xcomet_summary(directory: Path) -> dict | None:
 def read_model(directory: Path, name: str) -> ModelResult:
     """One model's folder; every part optional."""
     model = ModelResult(name=name, directory=directory)
-    model.record = _read_json_or_none(directory / RECORD) or {}
-    model.metrics = _read_json_or_none(directory / METRICS)
+    model.record = _read_result_json(directory / RECORD) or {}
+    model.metrics = _read_result_json(directory / METRICS)
     model.generations, model.samples = read_generations(directory / GENERATIONS)
     model.judgments = read_judgments(directory / JUDGMENTS, {row_key(r) for r in model.samples})
     model.xcomet_rows = [
@@ -499,8 +543,16 @@ def collect(results_dir: str | Path, judge_validation: Iterable[str | Path] = ()
     directory = Path(results_dir)
     if not directory.is_dir():
         raise FileNotFoundError(f"{directory}: results folder not found (the --out of eval/evaluate.py)")
-    summary = _read_json_or_none(directory / "summary.json") or {}
-    names = _model_names(directory, summary)
+    warnings: list[str] = []
+    summary: Any = {}
+    if (directory / "summary.json").is_file():
+        try:
+            summary = read_json(directory / "summary.json")
+        except (OSError, ValueError) as exc:
+            warnings.append(f"{directory / 'summary.json'} is unreadable ({exc}): models listed from their folders")
+    if not isinstance(summary, dict):
+        summary = {}
+    names = _model_names(directory, summary, warnings)
     if not names:
         raise FileNotFoundError(
             f"{directory}: no evaluated model found (expected summary.json or <model>/metrics.json); "
@@ -523,6 +575,9 @@ def collect(results_dir: str | Path, judge_validation: Iterable[str | Path] = ()
             if not present
         ]
         missing[model.name] = absent
+        if model.failed:
+            warnings.append(f"{model.name}: failed, every generation in error ({first(model.record, 'error')}); "
+                            "rerun eval/evaluate.py to retry it")
     validation = find_judge_validation(directory)
     for extra in judge_validation:
         data = _read_json_or_none(Path(extra))
@@ -535,4 +590,6 @@ def collect(results_dir: str | Path, judge_validation: Iterable[str | Path] = ()
         for model in models:
             if model.templated_metrics is not None and "templated" in missing[model.name]:
                 missing[model.name].remove("templated")
-    return Results(directory, summary, models, metrics, validation, missing, suite_pngs)
+    for warning in warnings:
+        log.warning("report: %s", warning)
+    return Results(directory, summary, models, metrics, validation, missing, suite_pngs, warnings)

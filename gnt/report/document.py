@@ -130,10 +130,18 @@ def _status_section(results: Results) -> list[Block]:
     rows = []
     for model in results.models:
         missing = set(results.missing.get(model.name, []))
+
+        def mark(part: str, model=model, missing=missing) -> str:
+            if model.failed and part in ("metrics", "generations"):
+                return "failed"
+            return "✓" if part not in missing else "not run"
+
         rows.append([model.name, model.stage, "" if model.global_step is None else str(model.global_step),
-                     *("✓" if part not in missing else "not run" for part in PARTS)])
-    blocks.append(Table(header, rows, "Which steps have results for each model (“not run”: no output found).",
-                        name="status"))
+                     *(mark(part) for part in PARTS)])
+    for warning in results.warnings:
+        blocks.append(Para(f"Warning: {warning}.", "warning"))
+    blocks.append(Table(header, rows, "Which steps have results for each model (“not run”: no output found; "
+                        "“failed”: every generation of the model failed).", name="status"))
     not_run = sorted({part for parts in results.missing.values() for part in parts})
     if not_run:
         blocks.append(Para(

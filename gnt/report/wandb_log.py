@@ -153,6 +153,23 @@ def resolve_mode(record_mode: str | None, mode: str | None) -> str:
     return {"dryrun": "offline", "run": "online"}.get(chosen, chosen)
 
 
+def wandb_dir(run_dir: Path, record: dict) -> Path:
+    """The run's W&B folder: the record's ``wandb.dir`` when absolute; a relative one is the run folder as
+    training saw it from its own working directory, so it is found from ``run_dir``, never from this process's cwd.
+    """
+    recorded = (record.get("wandb") or {}).get("dir")
+    if not recorded:
+        return run_dir
+    path = Path(recorded)
+    if path.is_absolute():
+        return path
+    n = len(path.parts)
+    seen_as = [Path(str(record["output_dir"])).parts] if record.get("output_dir") else []
+    if n == 0 or any(parts[-n:] == path.parts for parts in [*seen_as, run_dir.resolve().parts]):
+        return run_dir  # training wrote W&B into its output folder, which is run_dir
+    return run_dir / path
+
+
 def log_eval_to_wandb(
     results_dir: str | Path,
     run_dir: str | Path,
@@ -216,7 +233,10 @@ def log_eval_to_wandb(
 
     import wandb
 
-    wandb_root = Path(settings.get("dir") or run_dir)
+    wandb_root = wandb_dir(run_dir, record)
+    if not wandb_root.is_dir():
+        raise WandbLogError(f"{wandb_root}: the W&B folder of run {run_id} (from {record_path}) does not exist; "
+                            "nothing was logged")
     active = wandb.run
     reuse = active is not None and active.id == run_id
     if reuse:
@@ -226,6 +246,10 @@ def log_eval_to_wandb(
             _wait_for_fresh_second(wandb_root, run_id)
         run = wandb.init(project=project, id=run_id, resume="allow", dir=str(wandb_root), mode=chosen_mode,
                          reinit="create_new")
+        if getattr(run, "dir", None) and not Path(run.dir).resolve().is_relative_to(wandb_root.resolve()):
+            run.finish(exit_code=1)
+            raise WandbLogError(f"W&B opened {run.dir}, outside the run's W&B folder {wandb_root}; nothing recorded "
+                                "as logged")
     next_step = _offline_start_step(wandb_root, run_id) if chosen_mode == "offline" and not reuse else None
     try:
         run.define_metric(STEP_METRIC)

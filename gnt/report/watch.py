@@ -12,8 +12,8 @@ It stops when every run in the queue has ended (the callback's ``TRAINING_DONE.j
 
 The evaluation itself is pluggable, which is what "any backend" means here:
 
-- :func:`command_evaluator` runs a shell command template per checkpoint (``{checkpoint}``, ``{run_dir}``,
-  ``{step}``, ``{name}``, ``{queue}`` are filled in), e.g. ``eval/evaluate.py`` with a vLLM recipe in another
+- :func:`command_evaluator` runs a command template per checkpoint, without a shell (``{checkpoint}``,
+  ``{run_dir}``, ``{step}``, ``{name}``, ``{queue}`` are filled into its arguments), e.g. ``eval/evaluate.py`` with a vLLM recipe in another
   environment, or a SLURM ``srun``;
 - :func:`recipe_evaluator` runs the evaluation core in-process from an evaluation recipe (any backend the recipe
   names: transformers, vLLM, HTTP);
@@ -27,7 +27,9 @@ import logging
 import os
 import re
 import shlex
+import shutil
 import socket
+import string
 import subprocess
 import sys
 import time
@@ -226,9 +228,50 @@ def watch(
 # ----------------------------------------------------------------------------------------------------------------
 
 
+PLACEHOLDERS = ("checkpoint", "run_dir", "step", "name", "queue", "out", "python")
+"""What a ``--command`` template may name; each is also in the command's environment as ``GNT_<NAME>``."""
+
+
+class WatchError(ValueError):
+    """A watcher that cannot start as asked (a bad command template, a missing queue): nothing was claimed."""
+
+
+def command_arguments(template: str) -> list[str]:
+    """The template as an argument list (shell-like quoting), checked: only known placeholders, a command to run.
+
+    Checked before any checkpoint is claimed: a typo in a placeholder must not mark every queued item failed.
+    """
+    try:
+        arguments = shlex.split(template)
+    except ValueError as exc:
+        raise WatchError(f"--command: {exc}") from None
+    if not arguments:
+        raise WatchError("--command is empty")
+    for argument in arguments:
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(argument) if f is not None]
+        except ValueError as exc:
+            raise WatchError(f"--command: {exc} in {argument!r} (write a literal brace as {{{{ or }}}})") from None
+        unknown = [f for f in fields if f.split(".")[0].split("[")[0] not in PLACEHOLDERS]
+        if unknown:
+            raise WatchError(f"--command: unknown placeholder {{{unknown[0]}}}; valid: "
+                             + " ".join(f"{{{name}}}" for name in PLACEHOLDERS))
+    program = arguments[0].format(**{**dict.fromkeys(PLACEHOLDERS, "x"), "python": sys.executable})
+    if shutil.which(program) is None:
+        raise WatchError(f"--command: {program!r} is not an executable on PATH (the command runs without a "
+                         "shell; for pipes or redirections use: bash -c '... \"$GNT_CHECKPOINT\" ...')")
+    return arguments
+
+
 def command_evaluator(template: str, *, out_dir: str | Path | None = None, timeout_s: float | None = None) -> Evaluator:
-    """Run ``template`` per checkpoint; placeholders ``{checkpoint} {run_dir} {step} {name} {queue} {out}
-    {python}`` are filled in, shell-quoted. A non-zero exit raises (the item is marked failed)."""
+    """Run ``template`` per checkpoint, without a shell: it is split into arguments once, then placeholders
+    ``{checkpoint} {run_dir} {step} {name} {queue} {out} {python}`` are filled into each argument as plain text.
+
+    A folder name is therefore never parsed as shell syntax, quoted or not (``r$(touch x)`` stays one argument).
+    The same values are in the environment as ``GNT_CHECKPOINT``, ``GNT_RUN_DIR``, ... for a ``bash -c`` script
+    that needs a pipe (``"$GNT_CHECKPOINT"`` there is expanded safely). A non-zero exit raises (item marked failed).
+    """
+    arguments = command_arguments(template)
 
     def evaluate(item: QueueItem) -> dict:
         values = {
@@ -236,8 +279,10 @@ def command_evaluator(template: str, *, out_dir: str | Path | None = None, timeo
             "name": item.name, "queue": str(item.path.parent.parent), "out": str(out_dir or ""),
             "python": sys.executable,
         }
-        command = template.format(**{k: shlex.quote(v) for k, v in values.items()})
-        completed = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=timeout_s)
+        argv = [argument.format(**values) for argument in arguments]
+        env = {**os.environ, **{f"GNT_{key.upper()}": value for key, value in values.items()}}
+        completed = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=env)
+        command = shlex.join(argv)
         if completed.returncode != 0:
             raise RuntimeError(f"command exited with {completed.returncode}: {command}\n{completed.stderr[-2000:]}")
         return {"command": command, "stdout_tail": completed.stdout[-1000:]}

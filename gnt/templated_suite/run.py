@@ -125,10 +125,10 @@ def load_config(
     groups = split_by_owner(resolved, SCHEMA)
     suite = SuiteConfig(**groups.get("SuiteConfig", {})).validate()
     evaluation = EvalConfig(**groups.get("EvalConfig", {}), recipe=str(path) if path is not None else None)
-    if evaluation.model in ("tiny", "smollm"):
-        from gnt.judge.config import resolve_model_path
+    if evaluation.model:
+        from gnt.models.aliases import resolve_model
 
-        evaluation.model = resolve_model_path(evaluation.model)
+        evaluation.model = resolve_model(evaluation.model)  # gnt:tiny / tiny → the offline model folder
     return suite, evaluation.validate()
 
 

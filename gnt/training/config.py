@@ -190,6 +190,7 @@ def build_setup(stage: str, recipe: ResolvedRecipe, *, dry_run: bool = False) ->
                 "model) come from its adapter_config.json. Remove these keys from the DPO recipe."
             )
 
+    _check_ranges(values, where)
     values.setdefault("run_name", _default_run_name(stage, recipe))
     resume = values.pop("resume_from_checkpoint", None)
 
@@ -213,6 +214,24 @@ def build_setup(stage: str, recipe: ResolvedRecipe, *, dry_run: bool = False) ->
 
     notes += plan_attention(model_args, training_args)
     return TrainSetup(stage, recipe, project, model_args, training_args, resume, notes)
+
+
+def _check_ranges(values: dict[str, Any], where: str) -> None:
+    """Values transformers would accept with another meaning (``max_steps: -3`` trains by epochs) or fail on
+    deep inside training (``max_length: 0``): refused here with what to write instead."""
+    steps = values.get("max_steps")
+    if isinstance(steps, int) and (steps == 0 or steps < -1):
+        raise RecipeError(f"{where}: max_steps: {steps}: give a positive number of optimizer steps, or -1 (the "
+                          "default) to train num_train_epochs")
+    for key in ("max_length", "max_prompt_length", "max_completion_length"):
+        if isinstance(values.get(key), int) and values[key] < 1:
+            raise RecipeError(f"{where}: {key}: {values[key]}: give a positive number of tokens, or null for no limit")
+    for key in ("max_train_samples", "max_eval_samples"):
+        if isinstance(values.get(key), int) and values[key] < 1:
+            raise RecipeError(f"{where}: {key}: {values[key]}: give a positive number of rows, or null for all rows")
+    epochs = values.get("num_train_epochs")
+    if isinstance(epochs, (int, float)) and epochs <= 0 and not (isinstance(steps, int) and steps > 0):
+        raise RecipeError(f"{where}: num_train_epochs: {epochs}: give a positive number (or set max_steps)")
 
 
 def _trl_default(klass: type, name: str) -> Any:
