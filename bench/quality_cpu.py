@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "outputs" / "bench-quality"
 #: The longer budget: per-step recipe overrides on top of the demo's SmolLM2 recipes.
 OVERRIDES = (
-    "sft:max_steps=40", "sft:save_steps=20",
-    "dpo:max_steps=16", "dpo:save_steps=16",
-    "eval:rows_per_lang=128", "eval:preference_pairs_per_kind=8",
-    "templated:pairs_per_lang=24",
+    "sft:max_steps=32", "sft:save_steps=16",
+    "dpo:max_steps=12", "dpo:save_steps=12",
+    "eval:rows_per_lang=80", "eval:preference_pairs_per_kind=8",
+    "templated:pairs_per_lang=16", "templated:styles=plain,grid",
 )
 HEADLINE = {
     "errors": "extraction_error_rate",
