@@ -13,8 +13,8 @@ the evaluator, the templated suite and the report computed, and writes one recor
 
 Hyperparameters come from the dev split (``split=dev`` sweeps), never from these test rows.
 
-    python bench/quality_cpu.py                 # ~30-45 min on 2 cores
-    python bench/quality_cpu.py --reuse         # re-read an existing run (no training) and rewrite the record
+    python bench/quality_cpu.py                 # ~25 min on 2 cores
+    python bench/quality_cpu.py --reuse --out outputs/demo-smollm   # the record of an existing run (no training)
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "outputs" / "bench-quality"
 #: The longer budget: per-step recipe overrides on top of the demo's SmolLM2 recipes.
 OVERRIDES = (
-    "sft:max_steps=32", "sft:save_steps=16",
-    "dpo:max_steps=12", "dpo:save_steps=12",
-    "eval:rows_per_lang=80", "eval:preference_pairs_per_kind=8",
-    "templated:pairs_per_lang=16", "templated:styles=plain,grid",
+    "sft:max_steps=24", "sft:save_steps=12",
+    "dpo:max_steps=8", "dpo:save_steps=8",
+    "eval:rows_per_lang=64", "eval:preference_pairs_per_kind=6",
+    "templated:pairs_per_lang=12",
 )
 HEADLINE = {
     "errors": "extraction_error_rate",
@@ -96,6 +96,19 @@ def _templated_figures(folder: Path) -> dict[str, Any]:
     return out
 
 
+def _training_settings(out: Path) -> dict[str, dict]:
+    """The resolved training keys that set the budget, from each run's own record (true also for ``--reuse``)."""
+    keys = ("max_steps", "per_device_train_batch_size", "learning_rate", "lora_r", "beta", "save_steps", "max_length")
+    settings = {}
+    for stage in ("sft", "dpo"):
+        record = out / "runs" / stage / "gnt_run.json"
+        if record.is_file():
+            recipe = read_json(record).get("recipe", {})
+            settings[stage] = {k: recipe[k] for k in keys if k in recipe}
+            settings[stage]["data_counts"] = read_json(record).get("data_counts")
+    return settings
+
+
 def _tests(report_data: dict) -> dict[str, dict]:
     """The report's paired tests against the base, all languages: {model: {metric: delta, p, marker}}."""
     tests: dict[str, dict] = {}
@@ -134,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
         "templated": templated,
         "settings": {
             "chain": "scripts/demo.py --model smollm",
-            "overrides": list(OVERRIDES),
+            "overrides": None if args.reuse else list(OVERRIDES),
+            "reused_run": str(out) if args.reuse else None,
+            "training": _training_settings(out),
             "eval_rows": {k: v for k, v in read_json(results / "base" / "record.json")["rows"].items() if k != "files"},
         },
         "seconds_total": round(seconds, 1) if seconds is not None else None,

@@ -355,7 +355,6 @@ def test_the_offline_model_aliases_are_accepted_by_the_evaluator_and_judge(tiny_
 
 
 def test_concurrent_summary_writers_lose_no_entry(tmp_path: Path) -> None:
-
     out = tmp_path / "eval"
     script = (
         "import sys; from pathlib import Path; from gnt.evaluation.results import update_summary\n"
