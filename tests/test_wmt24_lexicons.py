@@ -237,3 +237,43 @@ def test_the_command_scores_an_italian_system(tmp_path):
     assert [float(omission[k]) for k in ("M_amb", "F_amb", "N_amb", "dN")] == [0.0, 0.25, 0.75, 0.75]
     assert (active["n_amb"], float(active["M_amb"])) == ("1", 1.0)
     assert all(float(r["unknown_rate"]) == 0.0 for r in rows.values())
+
+
+# ------------------------------------------------------------------------------------------------ extra forms
+@pytest.mark.parametrize("lang", LANGS)
+def test_extra_forms_add_renderings_without_repeating_the_lexicon(lang):
+    lexicon = load_suite_lexicon(lang)  # validates that every row names an adjective of <lang>.tsv
+    assert len(lexicon.paths) == 2 and lexicon.extra
+    repeated = [f"{e.en}: {e.form}" for e in lexicon.extra
+                if e.form in (lexicon.entry(e.en).m, lexicon.entry(e.en).f, lexicon.entry(e.en).n)]
+    assert not repeated, f"extra forms already in {lang}.tsv: {repeated}"
+    assert all((e.label == "N") == (e.strategy is not None) for e in lexicon.extra)
+    if lang != "de":  # a gendered synonym comes after its neutral noun phrase, which would otherwise read as F
+        forms = [(e.en, e.form, e.label) for e in lexicon.extra]
+        for index, (en, form, label) in enumerate(forms):
+            if label == "M":
+                assert forms[index + 1][0] == en and forms[index + 1][2] == "F", (en, form)
+                phrase_before = forms[index - 1][0] == en and forms[index - 1][1].startswith(("una persona ", "ένα "))
+                lexicon_phrase = lang == "el" and f" {form[:-2]}ο " in lexicon.entry(en).n  # old: ηλικιωμένο άτομο
+                assert phrase_before or lexicon_phrase, (en, form)
+
+
+@pytest.mark.parametrize(("lang", "adjective", "text", "expected"), [
+    ("it", "scared", "Credo di avere paura", ("N", "N3")),
+    ("it", "beautiful", "Credo di essere una persona bellissima", ("N", "N3")),
+    ("it", "beautiful", "No, sei bellissima", ("F", None)),
+    ("de", "lucky", "Ich glaube, ich habe Glück", ("N", "N3")),
+    ("de", "awesome", "Du bist toll", ("N", "N1")),
+    ("el", "scared", "Νομίζω ότι φοβάμαι", ("N", "N3")),
+    ("el", "old", "Νομίζω ότι είμαι ηλικιωμένος", ("M", None)),
+    ("el", "old", "Είσαι ένα ηλικιωμένο άτομο", ("N", "N3")),
+])
+def test_extra_forms_classify_common_renderings(lang, adjective, text, expected):
+    from gnt.templated_suite.classify import Classifier
+
+    lexicon = load_suite_lexicon(lang)
+    entry = lexicon.entry(adjective)
+    record = {"lang": lang, "adjective": adjective, "M": entry.m, "F": entry.f, "N": entry.n,
+              "N_strategy": entry.n_strategy}
+    result = Classifier(lexicon.extra).classify(text, record)
+    assert (result.label, result.strategy) == expected, result
