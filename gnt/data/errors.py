@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 class DataError(ValueError):
@@ -38,3 +41,25 @@ class DataErrors(ValueError):
         shown = "\n".join(f"  {e}" for e in errors[:50])
         more = f"\n  ... and {len(errors) - 50} more" if len(errors) > 50 else ""
         super().__init__(f"{len(errors)} data error(s):\n{shown}{more}")
+
+
+def json_object_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any] | DataError]]:
+    """Each non-blank line of a JSON-lines file as ``(line number, object)``, or a located error for a bad line.
+
+    A line that is not valid JSON, or is JSON but not an object, comes back as a :class:`DataError` instead of
+    raising, so a validator can keep reading and report every bad line of a file in one pass (or raise the first
+    one, where one is enough). Every reader of a user-edited JSON-lines file words these two failures the same way.
+    """
+    with open(path, encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                yield number, DataError(f"not valid JSON: {exc.msg} (character {exc.colno})", path, number)
+                continue
+            if not isinstance(value, dict):
+                yield number, DataError(f"expected a JSON object, found {type(value).__name__}", path, number)
+                continue
+            yield number, value

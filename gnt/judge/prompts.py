@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gnt.data.entry import LANGUAGE_NAMES, LANGUAGES, normalise_source, source_key
-from gnt.data.errors import DataError, DataErrors
+from gnt.data.errors import DataError, DataErrors, json_object_lines
 from gnt.io import hash_json
 from gnt.judge.schema import (
     CROSS_LABELS,
@@ -165,16 +165,9 @@ def check_exemplar_file(path: str | Path, lang: str = "") -> tuple[list[Exemplar
         return [], [DataError(f"exemplar file not found{f' for language {lang!r}' if lang else ''}", where)], []
     seen_sources: dict[str, int] = {}
     seen_ids: dict[str, int] = {}
-    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            errors.append(DataError(f"not valid JSON: {exc.msg} (character {exc.colno})", where, number))
-            continue
-        if not isinstance(obj, dict):
-            errors.append(DataError(f"expected a JSON object, found {type(obj).__name__}", where, number))
+    for number, obj in json_object_lines(path):
+        if isinstance(obj, DataError):
+            errors.append(obj)
             continue
         row_errors = _row_errors(obj, where, number)
         if row_errors:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gnt.data.errors import DataError, DataErrors
+from gnt.data.errors import DataError, DataErrors, json_object_lines
 from gnt.io import sha256_file
 from gnt.training.config import TrainingError
 
@@ -74,35 +74,27 @@ def read_rows(path: Path, stage: str) -> list[dict]:
     """All rows of a JSONL file, reduced to the stage's fields; DataErrors name the file, line and field."""
     fields = FIELDS[stage]
     rows, errors = [], []
-    with open(path, encoding="utf-8") as handle:
-        for line, text in enumerate(handle, start=1):
-            if len(errors) >= MAX_REPORTED_ERRORS:
-                break
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                errors.append(DataError(f"not valid JSON ({exc.msg})", path, line))
-                continue
-            if not isinstance(record, dict):
-                errors.append(DataError("a row must be a JSON object", path, line))
-                continue
-            missing = [f for f in fields if f not in record]
-            if missing:
-                errors.append(
-                    DataError(
-                        f"missing field '{missing[0]}' ({stage.upper()} rows need {', '.join(fields)}; "
-                        f"this row has {', '.join(sorted(record)) or 'no fields'})",
-                        path, line, missing[0],
-                    )
+    for line, record in json_object_lines(path):
+        if len(errors) >= MAX_REPORTED_ERRORS:
+            break
+        if isinstance(record, DataError):
+            errors.append(record)
+            continue
+        missing = [f for f in fields if f not in record]
+        if missing:
+            errors.append(
+                DataError(
+                    f"missing field '{missing[0]}' ({stage.upper()} rows need {', '.join(fields)}; "
+                    f"this row has {', '.join(sorted(record)) or 'no fields'})",
+                    path, line, missing[0],
                 )
-                continue
-            problem = next((p for f in fields if (p := _check_messages(record[f], f, path, line))), None)
-            if problem:
-                errors.append(problem)
-                continue
-            rows.append({f: record[f] for f in fields})
+            )
+            continue
+        problem = next((p for f in fields if (p := _check_messages(record[f], f, path, line))), None)
+        if problem:
+            errors.append(problem)
+            continue
+        rows.append({f: record[f] for f in fields})
     if errors:
         raise errors[0] if len(errors) == 1 else DataErrors(errors)
     if not rows:
