@@ -28,7 +28,7 @@ from typing import Literal
 import yaml
 
 from gnt.data.entry import LANGUAGES, Entry, Gender, Language
-from gnt.data.errors import DataError
+from gnt.data.errors import DataError, json_object_lines
 from gnt.paths import TEMPLATES_DIR
 
 Kind = Literal["omission_i", "omission_you", "active_they"]
@@ -583,38 +583,32 @@ def pairs_to_entries(pairs: Iterable[TemplatedPair]) -> list[Entry]:
     ``gendered_words`` holds the gender-marked adjective form present in ``ref_g`` (empty for epicene adjectives,
     whose determined target is not gendered on the adjective). The two sources differ, so their source keys do too.
     """
-    out: list[Entry] = []
-    for pair in pairs:
-        det_form = pair.form_f if pair.gender == "F" else pair.form_m
-        out.append(
-            Entry(
-                id=f"{pair.pair_id}-det",
-                lang=pair.lang,
-                set="Set-G",
-                source=pair.determined_source,
-                ref_g=pair.determined_target,
-                ref_n=(pair.determined_neutral_target,),
-                gender=pair.gender,
-                gendered_words=_gendered_words(pair, det_form, pair.determined_target),
-                origin="templated",
-                meta=_meta(pair, "determined"),
-            )
-        )
-        out.append(
-            Entry(
-                id=f"{pair.pair_id}-amb",
-                lang=pair.lang,
-                set="Set-N",
-                source=pair.ambiguous_source,
-                ref_g=pair.ambiguous_masculine_target,
-                ref_n=(pair.ambiguous_neutral_target,),
-                gender=None,
-                gendered_words=_gendered_words(pair, pair.form_m, pair.ambiguous_masculine_target),
-                origin="templated",
-                meta=_meta(pair, "ambiguous"),
-            )
-        )
-    return out
+    return [_entry(pair, variant) for pair in pairs for variant in VARIANTS]
+
+
+def _entry(pair: TemplatedPair, variant: Variant) -> Entry:
+    """The entry of one variant of a pair; both variants are built by this one constructor call so the two can
+    never disagree on the fields they share (language, origin, meta)."""
+    if variant == "determined":
+        suffix, set_name, gender = "det", "Set-G", pair.gender
+        source, ref_g, ref_n = pair.determined_source, pair.determined_target, pair.determined_neutral_target
+        marked_form = pair.form_f if pair.gender == "F" else pair.form_m
+    else:
+        suffix, set_name, gender = "amb", "Set-N", None
+        source, ref_g, ref_n = pair.ambiguous_source, pair.ambiguous_masculine_target, pair.ambiguous_neutral_target
+        marked_form = pair.form_m
+    return Entry(
+        id=f"{pair.pair_id}-{suffix}",
+        lang=pair.lang,
+        set=set_name,
+        source=source,
+        ref_g=ref_g,
+        ref_n=(ref_n,),
+        gender=gender,
+        gendered_words=_gendered_words(pair, marked_form, ref_g),
+        origin="templated",
+        meta=_meta(pair, variant),
+    )
 
 
 SUITE_FIELDS = (
@@ -689,22 +683,15 @@ def read_suite(path: str | Path) -> list[dict]:
     """Read a suite file back, checking that every line is a JSON object with all :data:`SUITE_FIELDS`."""
     path = Path(path)
     records: list[dict] = []
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"not valid JSON: {exc.msg}", path, number, exc.colno) from None
-            if not isinstance(record, dict):
-                raise DataError("each line must be a JSON object", path, number)
-            missing = [key for key in SUITE_FIELDS if key not in record]
-            if missing:
-                raise DataError(f"missing field(s) {missing}", path, number)
-            if record["variant"] not in VARIANTS:
-                raise DataError(f"variant must be one of {VARIANTS}", path, number, "variant")
-            records.append(record)
+    for number, record in json_object_lines(path):
+        if isinstance(record, DataError):
+            raise record
+        missing = [key for key in SUITE_FIELDS if key not in record]
+        if missing:
+            raise DataError(f"missing field(s) {missing}", path, number)
+        if record["variant"] not in VARIANTS:
+            raise DataError(f"variant must be one of {VARIANTS}", path, number, "variant")
+        records.append(record)
     return records
 
 
