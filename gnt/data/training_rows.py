@@ -36,6 +36,16 @@ def _assistant(lang: str, label: str, text: str) -> list[dict[str, str]]:
     return [{"role": "assistant", "content": format_output(lang, label, text)}]
 
 
+def _prompted(
+    entries: Iterable[Entry], grid: PromptGrid, seed: int, configs: Sequence[str], shots: Sequence[int]
+) -> Iterator[tuple[Entry, Cell, list[dict[str, str]]]]:
+    """Each entry with its cell and the prompt rendered there: SFT and DPO rows of an entry share one prompt, so a
+    model is taught the target and the preference under the very same turns."""
+    for entry in entries:
+        cell = cell_for(entry, seed, configs, shots)
+        yield entry, cell, grid.render(entry.source, cell).as_messages()
+
+
 def _meta(entry: Entry, cell: Cell) -> dict:
     return {
         "id": entry.id,
@@ -55,9 +65,7 @@ def sft_rows(
     shots: Sequence[int] = SHOT_COUNTS,
 ) -> Iterator[dict]:
     """One row per (entry, valid target): Set-G → GENDERED + Ref-G; Set-N → NEUTRAL + each Ref-N alternative."""
-    for entry in entries:
-        cell = cell_for(entry, seed, configs, shots)
-        prompt = grid.render(entry.source, cell).as_messages()
+    for entry, cell, prompt in _prompted(entries, grid, seed, configs, shots):
         targets = [("GENDERED", entry.ref_g)] if entry.set == "Set-G" else [("NEUTRAL", ref) for ref in entry.ref_n]
         for number, (label, reference) in enumerate(targets):
             yield {
@@ -90,9 +98,7 @@ def dpo_rows(
     unknown = kinds - set(DPO_KINDS)
     if unknown:
         raise ValueError(f"unknown DPO kind(s) {sorted(unknown)}; valid: {', '.join(DPO_KINDS)}")
-    for entry in entries:
-        cell = cell_for(entry, seed, configs, shots)
-        prompt = grid.render(entry.source, cell).as_messages()
+    for entry, cell, prompt in _prompted(entries, grid, seed, configs, shots):
         lang, neutral, gendered = entry.lang, entry.ref_n[0], entry.ref_g
         pairs: list[tuple[str, tuple[str, str], tuple[str, str]]] = []
         if entry.origin == "templated":
