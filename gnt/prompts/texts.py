@@ -272,12 +272,8 @@ def load_prompt_texts(lang: Language, prompts_dir: str | Path | None = None) -> 
         demo = _demonstration(item, where, lang_path, lines.get(where, 1), errors, lang, warnings)
         if demo:
             demos.append(demo)
-    _check_counts(demos, lang_path, lines, errors)
-    if errors:
-        _log_warnings(warnings)
-        raise DataErrors(errors)
-    digest = hashlib.sha256((common_path.read_text("utf-8") + lang_path.read_text("utf-8")).encode()).hexdigest()[:16]
-    return _texts_with_warnings(lang, texts["system"], texts["preamble"], texts["guidelines"], demos, digest, warnings)
+    content = (common_path.read_text("utf-8") + lang_path.read_text("utf-8")).encode()
+    return _finished_texts(lang, texts, demos, content, lang_path, lines, errors, warnings)
 
 
 def _check_counts(demos: list[Demonstration], path: Path, lines: dict[str, int], errors: list[DataError]) -> None:
@@ -299,11 +295,27 @@ def _log_warnings(warnings: list[DataError]) -> None:
         log.warning("prompt texts: %s", warning)
 
 
-def _texts_with_warnings(
-    lang: Language, system: str, preamble: str, guidelines: str, demos: list[Demonstration], digest: str, warnings: list[DataError]
+def _finished_texts(
+    lang: Language,
+    texts: dict[str, str],
+    demos: list[Demonstration],
+    content: bytes,
+    path: Path,
+    lines: dict[str, int],
+    errors: list[DataError],
+    warnings: list[DataError],
 ) -> PromptTexts:
+    """The last step of both loaders (our layout and the release's): check the demonstration counts, then fail with
+    every error found or build the texts. Warnings are logged either way, and ``content`` (the bytes read) is hashed
+    so a prompt change shows in every cache key and run record."""
+    _check_counts(demos, path, lines, errors)
     _log_warnings(warnings)
-    return PromptTexts(lang, system, preamble, guidelines, tuple(demos), digest, tuple(warnings))
+    if errors:
+        raise DataErrors(errors)
+    digest = hashlib.sha256(content).hexdigest()[:16]
+    return PromptTexts(
+        lang, texts["system"], texts["preamble"], texts["guidelines"], tuple(demos), digest, tuple(warnings)
+    )
 
 
 _RELEASE_TEXTS = (("system", "system_prompt"), ("preamble", "preamble"), ("guidelines", "gender_neutral_guidelines"))
@@ -350,12 +362,7 @@ def _load_release(lang: Language, path: Path) -> PromptTexts:
         demo = _demonstration(converted, where, path, line, errors, lang, warnings)
         if demo:
             demos.append(demo)
-    _check_counts(demos, path, lines, errors)
-    if errors:
-        _log_warnings(warnings)
-        raise DataErrors(errors)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-    return _texts_with_warnings(lang, texts["system"], texts["preamble"], texts["guidelines"], demos, digest, warnings)
+    return _finished_texts(lang, texts, demos, path.read_bytes(), path, lines, errors, warnings)
 
 
 def _release_demonstration(item: object, lang: str, where: str, path: Path, line: int, errors: list[DataError]) -> dict | None:
