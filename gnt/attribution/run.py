@@ -261,6 +261,21 @@ def method_record(method: str) -> dict:
     }
 
 
+def _provenance(model_path: str, adapter: str | None, model, cell: str, seed: int, prompts: str | None) -> dict:
+    """What both kinds of attribution record say about where they ran: the weights, the device and precision they
+    were computed on, and the prompt grid (cell, shot seed, texts) that rendered the inputs, so two records can be
+    compared only when these agree."""
+    parameter = next(model.parameters())
+    return {
+        "model": model_path,
+        "adapter": adapter,
+        "device": str(parameter.device),
+        "dtype": str(parameter.dtype).replace("torch.", ""),
+        "cell": cell,
+        "grid": {"seed": seed, "prompts_dir": prompts},
+    }
+
+
 def run_attribution(config: AttributionConfig) -> dict:
     """Run attribution for each requested cell of one evaluation result; returns a summary with output paths."""
     from gnt.attribution.plots import plot_parts, plot_shots
@@ -321,12 +336,7 @@ def run_attribution(config: AttributionConfig) -> dict:
         record = {
             "kind": "gnt-align/attribution/1",
             **method_record(config.method),
-            "model": model_path,
-            "adapter": adapter,
-            "device": str(next(model.parameters()).device),
-            "dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
-            "cell": cell,
-            "grid": {"seed": seed, "prompts_dir": prompts},
+            **_provenance(model_path, adapter, model, cell, seed, prompts),
             "targets": list(config.targets),
             "rows": sorted({r["id"] for r in records}),
             "n_rows": n_rows,
@@ -460,12 +470,7 @@ def run_contrastive(config: ContrastiveConfig) -> dict:
             "description": "d_k = log p(A_N,k) − log p(A_G) under the same prompt (answer tokens only, no end-of-turn); "
             "input side: e·∇d on prompt embeddings; target side: per-token log-probs, aligned blocks, segment deltas",
             "labels": config.labels,
-            "model": model_path,
-            "adapter": adapter,
-            "device": str(next(model.parameters()).device),
-            "dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
-            "cell": cell_name,
-            "grid": {"seed": seed, "prompts_dir": prompts},
+            **_provenance(model_path, adapter, model, cell_name, seed, prompts),
             "rows": [r["id"] for r in records],
             "pairs": sum(len(r["pairs"]) for r in records),
             "passes": {"forwards": counter.forwards, "backwards": counter.backwards},
