@@ -101,6 +101,10 @@ class GenerationBackend(ABC):
 
     #: Stable identity of the base model (hub id or resolved local path + weights hash); part of every cache key.
     model_id: str
+    #: What run records call the backend (``transformers``, ``vllm``, ``http``); the class name where unset.
+    name: str = ""
+    #: The model as the user named it (hub id, folder, or a server's model name); recorded beside ``model_id``.
+    model_name: str = ""
 
     @abstractmethod
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
@@ -111,8 +115,19 @@ class GenerationBackend(ABC):
         return True
 
     def describe(self) -> dict:
-        """Backend name and settings for run records."""
-        return {"backend": type(self).__name__, "model_id": self.model_id}
+        """Backend name, model and settings for run records.
+
+        Every backend's record opens with the same keys (``backend``, ``model``, ``model_id``), so a reader finds
+        which model a run used in one place whatever served it; a backend adds its own knobs in :meth:`settings`.
+        """
+        record: dict[str, Any] = {"backend": self.name or type(self).__name__}
+        if self.model_name:
+            record["model"] = self.model_name
+        return {**record, "model_id": self.model_id, **self.settings()}
+
+    def settings(self) -> dict[str, Any]:
+        """The backend's own settings for its run record (none by default)."""
+        return {}
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release engines, threads or GPU memory."""

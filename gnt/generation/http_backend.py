@@ -46,6 +46,8 @@ def _retry_after(value: str | None) -> float | None:
 class HTTPBackend(GenerationBackend):
     """Chat completions over HTTP with bounded concurrency, timeouts and retries."""
 
+    name = "http"
+
     def __init__(
         self,
         base_url: str,
@@ -177,12 +179,13 @@ class HTTPBackend(GenerationBackend):
                 results.append(Generation("", error=f"{type(exc).__name__}: {exc}"))
         return results
 
-    def describe(self) -> dict:
+    @property
+    def model_name(self) -> str:  # type: ignore[override]
+        return self.model
+
+    def settings(self) -> dict:
         return {
-            "backend": "http",
             "base_url": self.base_url,
-            "model": self.model,
-            "model_id": self.model_id,
             "api_key_env": self.api_key_env,  # the variable's name only, never its value
             "concurrency": self.concurrency,
             "timeout_s": self.timeout_s,

@@ -119,6 +119,8 @@ def peft_adapter_name(name: str) -> str:
 class TransformersBackend(GenerationBackend):
     """Batched (constrained) generation for one base model with any number of LoRA adapters."""
 
+    name = "transformers"
+
     loads: ClassVar[int] = 0
     """Base-model loads in this process, over all instances (a sweep over N checkpoints must add exactly one)."""
 
@@ -433,19 +435,10 @@ class TransformersBackend(GenerationBackend):
         text = self.tokenizer.decode(kept, skip_special_tokens=True)
         return Generation(text, n_tokens=len(kept), finish_reason="stop" if stopped else "length")
 
-    def describe(self) -> dict:
-        return {
-            "backend": "transformers",
-            "model": self.model_name,
-            "model_id": self.model_id,
-            "revision": self.revision,
-            "device": self.device,
-            "dtype": self.dtype,
-            "batch_size": self.batch_size,
-            "cpu_threads": self.cpu_threads or (available_cpus() if self.device == "cpu" else None),
-            "prefix_reuse": self.prefix_reuse,
-            "constrained_decoding": "xgrammar",
-        }
+    def settings(self) -> dict:
+        threads = self.cpu_threads or (available_cpus() if self.device == "cpu" else None)
+        return {"revision": self.revision, "device": self.device, "dtype": self.dtype, "batch_size": self.batch_size,
+                "cpu_threads": threads, "prefix_reuse": self.prefix_reuse, "constrained_decoding": "xgrammar"}
 
     def close(self) -> None:
         import torch

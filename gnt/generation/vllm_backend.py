@@ -106,6 +106,8 @@ def sampling_kwargs(request: GenerationRequest) -> dict[str, Any]:
 class VLLMBackend(GenerationBackend):
     """Offline vLLM engine over one base model; adapters and constraints per request."""
 
+    name = "vllm"
+
     def __init__(
         self,
         model: str,
@@ -230,11 +232,8 @@ class VLLMBackend(GenerationBackend):
         reason = getattr(completion, "finish_reason", None)
         return Generation(completion.text, n_tokens=len(completion.token_ids), finish_reason=reason)
 
-    def describe(self) -> dict:
+    def settings(self) -> dict:
         return {
-            "backend": "vllm",
-            "model": self.model_name,
-            "model_id": self.model_id,
             "engine_kwargs": self.engine_kwargs,
             "adapters": {f"{name}": lora_id for (name, _), lora_id in self._lora_ids.items()},
         }
