@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.record import print_table, save_record  # noqa: E402
+from bench.record import conclude  # noqa: E402
 
 LANGS = ("it", "es", "de", "el")
 CELL = "{lang}/G+S/4"
@@ -131,17 +131,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     met = {"backwards_per_row": max(p["backwards_per_row"] for p in per.values()) <= 2}
     figures["goals_met"] = met
     status = "met" if met["backwards_per_row"] else "MISSED"
-    print_table(f"attribution (grad×input, tiny model, {len(rows)} rows, 4-shot G+S cells)", [
+    table = [
         ("backward passes / row, batch 1", per["1"]["backwards_per_row"], f"{GOALS['backwards_per_row']}  {status}"),
         ("backward passes / row, batch 4", per["4"]["backwards_per_row"], "amortised over the batch"),
         ("forward passes / row, batch 1 / 4", f"{per['1']['forwards_per_row']} / {per['4']['forwards_per_row']}", ""),
         ("rows/s, batch 1", per["1"]["rows_per_s"], "per-row baseline"),
         ("rows/s, batch 4", per["4"]["rows_per_s"], f"x{figures['batched_speedup']} vs batch 1"),
-    ])
-    if not met["backwards_per_row"]:
-        print("  goal MISSED: more than 2 backward passes per row — see bench/README.md")
-    print(f"record: {save_record('attribution', figures, GOALS)}")
-    return figures
+    ]
+    missed = [] if met["backwards_per_row"] else ["more than 2 backward passes per row"]
+    title = f"attribution (grad×input, tiny model, {len(rows)} rows, 4-shot G+S cells)"
+    return conclude("attribution", title, table, figures, GOALS, missed)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the local OpenAI-compatible server lives with the tests
 
-from bench.record import print_table, save_record  # noqa: E402
+from bench.record import conclude  # noqa: E402
 
 LANGS = ("it", "es", "de", "el")
 LEVELS = (1, 4, 8, 16)
@@ -156,11 +156,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         rows.append((f"concurrency {level}: in flight peak/mean", f"{entry['peak_in_flight']} / {entry['mean_in_flight']}",
                      f"peak == {level}, mean >= {level / 2:g}  {reached}"))
     rows.append(("judge errors", errors, "0"))
-    print_table(f"judge throughput (HTTP backend, {args.items} items, {args.latency * 1000:.0f} ms per request)", rows)
-    if not met["achieved_concurrency"]:
-        print("  goal MISSED: a level did not reach its concurrency limit (or judges failed) — see bench/README.md")
-    print(f"record: {save_record('judge_throughput', figures, GOALS)}")
-    return figures
+    title = f"judge throughput (HTTP backend, {args.items} items, {args.latency * 1000:.0f} ms per request)"
+    missed = [] if met["achieved_concurrency"] else ["a level did not reach its concurrency limit (or judges failed)"]
+    return conclude("judge_throughput", title, rows, figures, GOALS, missed)
 
 
 if __name__ == "__main__":

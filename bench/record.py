@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import time
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,23 @@ def save_record(name: str, figures: dict[str, Any], goals: dict[str, str] | None
     path = RESULTS_DIR / f"{name}.json"
     write_json(path, record)
     return path
+
+
+def conclude(
+    name: str,
+    title: str,
+    rows: list[tuple[str, Any, str]],
+    figures: dict[str, Any],
+    goals: dict[str, str],
+    missed: Iterable[str] = (),
+) -> dict[str, Any]:
+    """End a benchmark the one way they all end: the table, a line per missed goal (``missed`` says which and
+    why), and the saved record's path; returns ``figures`` so ``main`` can return them to ``bench/run_all.py``."""
+    print_table(title, rows)
+    for reason in missed:
+        print(f"  goal MISSED: {reason} — see bench/README.md")
+    print(f"record: {save_record(name, figures, goals)}")
+    return figures
 
 
 class Timer:

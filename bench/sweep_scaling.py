@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.record import print_table, save_record  # noqa: E402
+from bench.record import conclude  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL_RECIPE = ROOT / "recipes" / "eval-tiny.yaml"
@@ -237,7 +237,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         """The verdict of the same goal in the other view (process vs in-process), shown, not judged."""
         return f"same goal, other view: {'met' if figures[name] <= limit else 'missed'}"
 
-    print_table(f"sweep scaling (tiny model, transformers backend, {per_checkpoint} generations per checkpoint)", [
+    title = f"sweep scaling (tiny model, transformers backend, {per_checkpoint} generations per checkpoint)"
+    table = [
         ("base loads per sweep", ",".join(map(str, loads)), goal("base_loads")),
         *[(f"process s, K={k}", round(process[k], 2), "one command, fresh interpreter") for k in KS],
         *[(f"run_sweep s, K={k}", round(inproc[k], 2), "in-process") for k in KS],
@@ -251,12 +252,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
          "info"),
         ("rerun / first, run_sweep time", figures["rerun_time_share"], goal("rerun_time_share")),
         ("rerun / first, process time", figures["rerun_time_share_process"], info("rerun_time_share_process", 0.05)),
-    ])
-    for name, ok in met.items():
-        if not ok:
-            print(f"  goal MISSED: {name} (goal {GOALS[name]}) — see bench/README.md")
-    print(f"record: {save_record('sweep_scaling', figures, GOALS)}")
-    return figures
+    ]
+    missed = [f"{name} (goal {GOALS[name]})" for name, ok in met.items() if not ok]
+    return conclude("sweep_scaling", title, table, figures, GOALS, missed)
 
 
 if __name__ == "__main__":

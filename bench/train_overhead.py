@@ -150,17 +150,8 @@ def run_recipe(recipe: Path, overrides: list[tuple[str, Any]], callbacks: list |
     finally:
         end_run(run)
     wall = time.perf_counter() - started
-    trainer = run.trainer
     return {
-        "wall_seconds": wall,
-        "train_seconds": float(run.record["train_metrics"]["train_runtime"]),
-        "tokens": trained_tokens(trainer),
-        "steps": trainer.state.global_step,
-        "nonpad_share": counter.share,
-        "collated_real": counter.real,
-        "collated_total": counter.total,
-        "collated_batches": counter.batches,
-        "settings": trainer_settings(trainer),
+        **_run_figures(run.trainer, counter, wall, float(run.record["train_metrics"]["train_runtime"])),
         "rows": run.data.train,
         "model_path": run.base_model,
     }
@@ -190,9 +181,14 @@ def run_baseline(model_path: str, rows: list[dict], output_dir: Path, steps: int
     result = trainer.train()
     trainer.save_model(str(output_dir))
     wall = time.perf_counter() - started
+    return _run_figures(trainer, counter, wall, float(result.metrics["train_runtime"]))
+
+
+def _run_figures(trainer: Any, counter: CountingCollator, wall: float, train_seconds: float) -> dict[str, Any]:
+    """The figures measured for either run (ours or plain TRL) under the same names, so the two compare key by key."""
     return {
         "wall_seconds": wall,
-        "train_seconds": float(result.metrics["train_runtime"]),
+        "train_seconds": train_seconds,
         "tokens": trained_tokens(trainer),
         "steps": trainer.state.global_step,
         "nonpad_share": counter.share,
