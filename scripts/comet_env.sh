@@ -22,43 +22,10 @@ STAMP="$VENV/.gnt-comet-installed"
 GPU=no
 command -v nvidia-smi >/dev/null 2>&1 && GPU=yes
 
-want=$( { cat "$REQ"; echo "torch=$TORCH_VERSION gpu=$GPU env=$ENV_VERSION"; "$PY" -c 'import sys; print(sys.version_info[:2])'; } \
-  | sha256sum | cut -c1-16)
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x "$VENV/bin/python" ]; then
-  touch "$STAMP"   # newer than the pins again, so make's timestamp rule stays quiet
-  echo "comet env up to date: $VENV"
-  exit 0
-fi
-
-# One builder at a time (parallel test workers or two shells): the second waits, then finds the stamp.
-if command -v flock >/dev/null 2>&1; then
-  exec 9<"$SELF"   # lock this script's own file: no lock file to leave behind
-  flock 9
-  if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
-    echo "comet env up to date: $VENV"
-    exit 0
-  fi
-fi
-
-start=$(date +%s)
-if [ -f "$STAMP" ] && [ -f "$VENV/pyvenv.cfg" ]; then
-  echo "comet env: pins changed, rebuilding $VENV"
-  rm -rf "$VENV"
-fi
-[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-printf '*\n' >"$VENV/.gitignore"   # keep the environment out of git without touching the top-level .gitignore
-PIP="$VENV/bin/pip"
-"$PIP" install -q --upgrade pip >/dev/null 2>&1 || true
-
-torch_flags=()
-if [ "$GPU" = yes ]; then
-  "$PIP" install -q "torch==$TORCH_VERSION"                       # PyPI's Linux build is the CUDA one
-elif "$PIP" download -q --no-deps --no-index -d "$(mktemp -d)" "torch==$TORCH_VERSION" >/dev/null 2>&1; then
-  "$PIP" install -q "torch==$TORCH_VERSION"                       # pip's find-links offer a local CPU wheel
-else
-  torch_flags=(--extra-index-url https://download.pytorch.org/whl/cpu)
-  "$PIP" install -q "torch==$TORCH_VERSION+cpu" "${torch_flags[@]}"
-fi
+# shellcheck source=scripts/_venv.sh
+. scripts/_venv.sh
+venv_prepare comet "torch=$TORCH_VERSION gpu=$GPU env=$ENV_VERSION" "$REQ"
+venv_install_torch "$TORCH_VERSION" "$GPU"
 "$PIP" install -q -r "$REQ" "torch==$TORCH_VERSION" ${torch_flags[@]+"${torch_flags[@]}"}
 
 PYTHONWARNINGS=ignore "$VENV/bin/python" - <<'PY'

@@ -18,31 +18,9 @@ REQ=vllm-requirements.txt
 ENV_VERSION=1
 STAMP="$VENV/.gnt-vllm-installed"
 
-want=$( { cat "$REQ"; echo "env=$ENV_VERSION"; "$PY" -c 'import sys; print(sys.version_info[:2])'; } \
-  | sha256sum | cut -c1-16)
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -x "$VENV/bin/python" ]; then
-  touch "$STAMP"
-  echo "vllm env up to date: $VENV"
-  exit 0
-fi
-if command -v flock >/dev/null 2>&1; then
-  exec 9<"$SELF"   # one builder at a time
-  flock 9
-  if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
-    echo "vllm env up to date: $VENV"
-    exit 0
-  fi
-fi
-
-start=$(date +%s)
-if [ -f "$STAMP" ] && [ -f "$VENV/pyvenv.cfg" ]; then
-  echo "vllm env: pins changed, rebuilding $VENV"
-  rm -rf "$VENV"
-fi
-[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-printf '*\n' >"$VENV/.gitignore"
-PIP="$VENV/bin/pip"
-"$PIP" install -q --upgrade pip >/dev/null 2>&1 || true
+# shellcheck source=scripts/_venv.sh
+. scripts/_venv.sh
+venv_prepare vllm "env=$ENV_VERSION" "$REQ"
 "$PIP" install -q -r "$REQ"
 "$PIP" install -q --no-deps -e .   # the project's own code, with the dependencies resolved above
 
