@@ -61,14 +61,7 @@ def write_short_prompts(directory: Path, langs: tuple[str, ...] = ("it",)) -> Pa
     return directory
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One intra-op thread: the tiny model gains nothing from more, and on a shared, busy CPU two threads made these
-    tests ~10x slower (measured). Restored afterwards for other tests."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -32,14 +32,7 @@ def assert_png(path: Path) -> None:
     assert float(np.asarray(image).std()) > 0.01  # not a blank canvas
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One intra-op thread: the tiny model gains nothing from more, and on a shared, busy CPU two threads made these
-    tests ~10x slower (measured). Restored afterwards for other tests."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
@@ -246,23 +239,9 @@ class _FormatBackend:
         pass
 
 
-def _adapter(base: Path, folder: Path) -> Path:
-    """A LoRA adapter with random B weights (so merging it changes the model)."""
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    model = get_peft_model(AutoModelForCausalLM.from_pretrained(base),
-                           LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"))
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "lora_B" in name:
-                param.copy_(torch.randn(param.shape, generator=generator) * 0.5)
-    model.save_pretrained(folder)
-    return folder
-
-
 def test_attribution_reads_the_evaluators_result_and_merges_an_adapter(tiny_model_dir: Path, prompts_dir: Path, tmp_path: Path) -> None:
+    from _eval_helpers import make_checkpoint
+
     from gnt.cli.attribute import main
     from gnt.evaluation.config import load_eval_config
     from gnt.evaluation.sweep import run_sweep
@@ -288,7 +267,7 @@ def test_attribution_reads_the_evaluators_result_and_merges_an_adapter(tiny_mode
     assert {s["outcomes"]["judged"] for s in scores} == {"neutral", "gendered"}
     assert all("system" in s["parts"] for s in scores if s["target"] == "S_L")  # folded into the first user turn
 
-    adapter = _adapter(tiny_model_dir, tmp_path / "adapter")
+    adapter = make_checkpoint(tiny_model_dir, tmp_path / "adapter", seed=0)  # random B weights: merging changes the model
     assert main([str(result), "--adapter", str(adapter), "--out", str(tmp_path / "with-adapter"), "--no-plots"]) == 0
     merged = [json.loads(line) for line in (tmp_path / "with-adapter" / "it_G+S_4" / "gradxinput" / "scores.jsonl").read_text().splitlines()]
     assert json.loads((tmp_path / "with-adapter" / "it_G+S_4" / "gradxinput" / "record.json").read_text())["adapter"] == str(adapter)
