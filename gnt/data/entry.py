@@ -32,8 +32,22 @@ def source_key(text: str) -> str:
     return hashlib.sha256(normalise_source(text).encode("utf-8")).hexdigest()[:16]
 
 
+class SourceKeyed:
+    """Mixin for records that carry an English ``source`` (entries, prompt demonstrations, judge exemplars).
+
+    Their ``source_key`` is what leakage checks compare across all of them, so it is defined here once: a
+    demonstration and an entry with the same sentence must always get the same key.
+    """
+
+    source: str
+
+    @property
+    def source_key(self) -> str:
+        return source_key(self.source)
+
+
 @dataclass(frozen=True)
-class Entry:
+class Entry(SourceKeyed):
     """One translation item: an English source, a target language and its gendered/neutral references.
 
     ``ref_n`` holds one or more neutral references (mGeNTE's common set has three); each is a valid target.
@@ -53,10 +67,6 @@ class Entry:
     in_common: bool = False
     origin: str = "mgente"
     meta: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
-
-    @property
-    def source_key(self) -> str:
-        return source_key(self.source)
 
     @property
     def label(self) -> str:

@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from gnt.data.entry import LANGUAGE_NAMES, LANGUAGES, normalise_source, source_key
+from gnt.data.entry import LANGUAGE_NAMES, LANGUAGES, SourceKeyed, normalise_source
 from gnt.data.errors import DataError, DataErrors, json_object_lines
 from gnt.io import hash_json
 from gnt.judge.schema import (
@@ -48,7 +48,7 @@ _SHORT = {"CORRECTLY GENDERED": "CG", "WRONGLY GENDERED": "WG", "NEUTRAL": "N"}
 
 
 @dataclass(frozen=True)
-class Exemplar:
+class Exemplar(SourceKeyed):
     """One validated exemplar: a source, its translation and the full CROSS-P+L annotation."""
 
     source: str
@@ -60,10 +60,6 @@ class Exemplar:
 
     def annotation(self) -> dict[str, Any]:
         return {"phrases": [dict(p) for p in self.phrases], "label": self.label}
-
-    @property
-    def source_key(self) -> str:
-        return source_key(self.source)
 
 
 @dataclass(frozen=True)

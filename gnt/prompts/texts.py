@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from gnt.data.entry import LANGUAGE_NAMES, Language, source_key
+from gnt.data.entry import LANGUAGE_NAMES, Language, SourceKeyed
 from gnt.data.errors import DataError, DataErrors
 from gnt.output_format import extract, format_output
 from gnt.paths import PROMPTS_DIR
@@ -52,7 +52,7 @@ def source_gender_cues(source: str) -> dict[str, set[str]]:
 
 
 @dataclass(frozen=True)
-class Demonstration:
+class Demonstration(SourceKeyed):
     """One shot: an English source and its correct answer. ``set`` decides the label (Set-G → GENDERED)."""
 
     set: str
@@ -73,10 +73,6 @@ class Demonstration:
 
     def answer(self, lang: str) -> str:
         return format_output(lang, self.label, self.translation)
-
-    @property
-    def source_key(self) -> str:
-        return source_key(self.source)
 
 
 @dataclass(frozen=True)
