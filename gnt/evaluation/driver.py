@@ -13,7 +13,11 @@ Each of those runs does the same things around its own prompts and scoring, and 
   wrong path costs a minute, not a full grid of recorded failures), and treat a model whose every request failed
   as a run error (:func:`raise_if_failed`), after every other model has been written.
 
-A task plugs in through :class:`GenerationTask`: the chunks of work items for a model, the request of an item,
+A run over an existing results folder (the judge) has no models to load: it plugs in through :class:`FolderTask`
+(the items of each model folder, one batch over all of them, each folder's files and record) and
+:func:`run_folders`.
+
+A generation task plugs in through :class:`GenerationTask`: the chunks of work items for a model, the request of an item,
 the record made from an item and its generation, and how to write the model's folder from the outcome. Writing a
 folder is the task's, with one rule for all of them (:func:`write_folder`): the record is written last, so a folder
 with a record is complete.
@@ -277,3 +281,34 @@ def write_folder(folder: Path, files: Mapping[str, Callable[[Path], Any]], recor
     for name in remove:
         (folder / name).unlink(missing_ok=True)
     write_json(folder / record_name, dict(record))
+
+
+class FolderTask(Protocol):
+    """A step over the model folders of a results folder: its items, one batch over all of them, each folder."""
+
+    record_name: str
+    """The step's own record in each folder, written after its other files."""
+
+    def load(self, name: str, folder: Path) -> list[dict]:
+        """The folder's items (its generation records)."""
+        ...
+
+    def run_batch(self, items: list[dict]) -> None:
+        """Work on every folder's items at once: identical items of two folders then cost one call."""
+        ...
+
+    def score(self, name: str, folder: Path, items: list[dict]) -> tuple[dict[str, Callable[[Path], Any]], dict, dict]:
+        """The folder's files (name → writer), its record and its summary entry."""
+        ...
+
+
+def run_folders(task: FolderTask, folders: Sequence[tuple[str, Path]]) -> dict[str, dict]:
+    """Run ``task`` over ``(name, folder)`` pairs; each folder written with its record last; summaries by name."""
+    loaded = {name: task.load(name, folder) for name, folder in folders}
+    task.run_batch([item for items in loaded.values() for item in items])
+    summaries: dict[str, dict] = {}
+    for name, folder in folders:
+        files, record, summary = task.score(name, folder, loaded[name])
+        write_folder(folder, files, record, record_name=task.record_name)
+        summaries[name] = summary
+    return summaries

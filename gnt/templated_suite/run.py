@@ -6,6 +6,9 @@ templates) → leakage guard → per base model one backend (:func:`gnt.generati
 sweep's shared generation cache (``<out>/cache/generations.jsonl``) → per model, per prompt style, per language:
 requests sorted by prompt length and cut into fixed chunks (so a resumed run sends the same batches and gets the
 same outputs) → classification → metrics → files. A rerun is served from the cache and generates nothing.
+All but the suite's own requests, classification and files is :mod:`gnt.evaluation.driver`'s (shared with the
+grid sweep): :class:`SuiteTask` is the suite plugged into it. A model whose every generation failed gets a record
+with ``status: failed`` and no metrics, stays out of the summary and makes the run fail (exit status 1).
 
 Prompt styles, both recorded with every output:
 

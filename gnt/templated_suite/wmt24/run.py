@@ -10,6 +10,10 @@ Files written to ``<out>/wmt24/`` (other tools read these names)::
     leakage.json       suite adjectives in the project's templated data, and per checkpoint what it trained on
     ranking_<lang>.png systems and our checkpoints ranked by ΔN, with N_amb beside
     record.json        inputs (folder, lexicon files and hashes), options, segment count, systems skipped
+
+Our models (``--run``/``--adapter``/``--model``) are translated through :mod:`gnt.evaluation.driver`, like the
+grid sweep and the templated suite: one backend per base model, the results folder's generation cache (a rerun
+generates nothing), the same counters, and a run error when every generation of a model failed.
 """
 
 from __future__ import annotations
