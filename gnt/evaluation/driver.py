@@ -210,18 +210,16 @@ def generate_model(
     records: dict[Hashable, dict] = {}
     watch = FailureWatch(model.name)
     bar = tqdm(total=task.size(), desc=f"{model.name} ({task.label})", unit="gen", disable=not progress, leave=False)
-    first_error: str | None = None
-    all_failed = True
+    errors: dict[Hashable, str] = {}
     try:
         for chunk in task.chunks(model, system_role):
             generations = backend.generate([task.request(item) for item in chunk])
             watch.see(generations)
             for item, generation in zip(chunk, generations, strict=True):
-                records[task.order(item)] = task.record(model, item, generation, backend.model_id)
-                if generation.error is None:
-                    all_failed = False
-                elif first_error is None:
-                    first_error = generation.error
+                order = task.order(item)
+                records[order] = task.record(model, item, generation, backend.model_id)
+                if generation.error is not None:
+                    errors[order] = generation.error
             bar.update(len(chunk))
             bar.set_postfix(cached=backend.hits, generated=backend.misses, refresh=False)
     finally:
@@ -231,7 +229,8 @@ def generate_model(
     seconds = time.perf_counter() - started
     log.info("%s (%s): %d generations (%d from cache, %d generated, %d failed) in %.1fs", model.name, task.label,
              counts.requests, counts.cache_hits, counts.generated, counts.failed, seconds)
-    error = first_error if ordered and all_failed else None
+    # the first error in the records' order (not the chunks'), so the message does not depend on prompt lengths
+    error = errors[min(errors)] if ordered and len(errors) == len(ordered) else None  # type: ignore[type-var]
     if error is not None:
         log.error("%s (%s): every one of %d generations failed (first error: %s)", model.name, task.label,
                   len(ordered), error)
