@@ -17,10 +17,12 @@ A run over an existing results folder (the judge) has no models to load: it plug
 (the items of each model folder, one batch over all of them, each folder's files and record) and
 :func:`run_folders`.
 
-A generation task plugs in through :class:`GenerationTask`: the chunks of work items for a model, the request of an item,
-the record made from an item and its generation, and how to write the model's folder from the outcome. Writing a
-folder is the task's, with one rule for all of them (:func:`write_folder`): the record is written last, so a folder
-with a record is complete.
+A generation task plugs in through :class:`GenerationTask`: the chunks of work items for a model, the request of
+an item, the record made from an item and its generation, and how to write the model's folder from the outcome.
+Writing a folder is the task's, with one rule for all of them (:func:`write_folder`): the record is written last,
+so a folder with a record is complete. What stays with each task: which items it evaluates and so which source
+keys the leakage guard (:func:`gnt.evaluation.leakage.guard_leakage`) checks, its metrics, and its results-folder
+summary. Sharding a run over workers (:mod:`gnt.evaluation.shard`) needs only the task's chunks and requests.
 """
 
 from __future__ import annotations

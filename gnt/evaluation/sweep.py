@@ -29,8 +29,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TypeVar
 
-from tqdm.auto import tqdm
-
 from gnt.data.entry import Entry
 from gnt.evaluation.cache import CachedBackend, GenerationCache
 from gnt.evaluation.config import EvalConfig
@@ -38,8 +36,6 @@ from gnt.evaluation.discovery import ModelUnderTest
 from gnt.evaluation.driver import (
     MAX_FAILED_CHUNKS,
     BackendFactory,
-    CounterWindow,
-    FailureWatch,
     GenerationFailure,
     Outcome,
     default_backend_factory,
@@ -68,7 +64,9 @@ from gnt.evaluation.shard import (
     ChunkStream,
     Shard,
     ShardsIncomplete,
+    generate_share,
     merge_lock,
+    missing_chunks,
     owners,
     parse_shard,
     shard_record_path,
@@ -166,46 +164,6 @@ class GridTask:
         if pending:
             yield pending
 
-    def run_share(
-        self, model: ModelUnderTest, backend: CachedBackend, system_role: bool, stream: ChunkStream
-    ) -> dict[str, int]:
-        """Generate this worker's chunks of the model (into the cache); return its counts.
-
-        An owned chunk is sent as the single-process sweep sends it: without the requests an earlier chunk of the
-        stream already holds (generated there, by whichever worker owns it) and, through the cache, without the
-        ones already generated.
-        """
-        chunks = requests = 0
-        window = CounterWindow(backend)
-        watch = FailureWatch(f"{model.name} [shard {stream.shard.name}]")
-        bar = tqdm(total=self.total, desc=f"{model.name} [{stream.shard.name}]", unit="req",
-                   disable=not self.config.progress, leave=False)
-        try:
-            for chunk in self.chunks(model, system_role):
-                keys = [item[4].key(backend.model_id) for item in chunk]
-                if stream.take():
-                    todo = [item[4] for item, key in zip(chunk, keys, strict=True) if key not in stream.seen]
-                    chunks += 1
-                    requests += len(chunk)
-                    watch.see(backend.generate(todo) if todo else [])
-                stream.seen.update(keys)
-                bar.update(len(chunk))
-        finally:
-            bar.close()
-        return {"chunks": chunks, **window.counts(requests).to_json()}
-
-    def missing(self, model: ModelUnderTest, model_id: str, system_role: bool, cache: GenerationCache,
-                first_chunk: int) -> tuple[int, set[int], int]:
-        """Requests of the model absent from the cache, the stream numbers of their chunks, and the next number."""
-        n_missing, chunks, number = 0, set(), first_chunk
-        for chunk in self.chunks(model, system_role):
-            absent = sum(item[4].key(model_id) not in cache for item in chunk)
-            if absent:
-                n_missing += absent
-                chunks.add(number)
-            number += 1
-        return n_missing, chunks, number
-
 
 def _run_record_summary(model: ModelUnderTest) -> dict:
     """The checkpoint's run record without its (long) list of training source keys."""
@@ -285,7 +243,7 @@ class _Sweep:
         counts: dict[str, dict[str, int]] = {}
 
         def share(model: ModelUnderTest, backend: CachedBackend, system_role: bool) -> None:
-            counts[model.name] = self.task.run_share(model, backend, system_role, stream)
+            counts[model.name] = generate_share(self.task, model, backend, system_role, stream, progress=self.config.progress)
             log.info("%s [shard %s]: %s", model.name, shard.name, counts[model.name])
 
         self.each_model(share)
@@ -311,15 +269,15 @@ class _Sweep:
         """
         self.cache = GenerationCache(cache_path(self.out))
         missing: dict[str, int] = {}
-        missing_chunks: set[int] = set()
+        owed_chunks: set[int] = set()
         number = 0
 
         def check(model: ModelUnderTest, backend: CachedBackend, system_role: bool) -> None:
             nonlocal number
-            absent, chunks, number = self.task.missing(model, backend.model_id, system_role, self.cache, number)
+            absent, chunks, number = missing_chunks(self.task, model, backend.model_id, system_role, self.cache, number)
             if absent:
                 missing[model.name] = absent
-                missing_chunks.update(chunks)
+                owed_chunks.update(chunks)
 
         self.each_model(check)
         if not missing:
@@ -327,7 +285,7 @@ class _Sweep:
         if strict:
             records = shard_records(self.out, self.work)
             done = ", ".join(r["shard"] for r in records) or "none"
-            run = owners(missing_chunks, records)
+            run = owners(owed_chunks, records)
             per_model = ", ".join(f"{name}: {n}" for name, n in missing.items())
             raise ShardsIncomplete(
                 f"cannot merge {self.out}: {sum(missing.values())} generation(s) are not in the cache ({per_model}); "
