@@ -88,9 +88,10 @@ class RecipeSchema:
         aliases: dict[str, str] = {}
         renamed: dict[str, str] = {}
         for klass in classes:
-            for old, (new, why) in getattr(klass, "RECIPE_RENAMED", {}).items():
-                aliases.setdefault(old, new)
-                renamed.setdefault(old, f"'{old}' is now '{new}': {why}")
+            for base in klass.__mro__:  # a subclass's renames win over those of the groups it is made of
+                for old, (new, why) in vars(base).get("RECIPE_RENAMED", {}).items():
+                    aliases.setdefault(old, new)
+                    renamed.setdefault(old, f"'{old}' is now '{new}': {why}")
             hints = typing.get_type_hints(klass, include_extras=True)
             for f in dataclasses.fields(klass):
                 if not f.init or f.name.startswith("_") or f.name in keys:
