@@ -209,7 +209,7 @@ def coerce_value(value: Any, annotation: Any) -> Any:
         try:
             result = _adapter(member).validate_python(_reshape(value, member))
         except ValidationError as exc:
-            reasons.append(exc.errors(include_url=False)[0]["msg"])
+            reasons.append(exc.errors(include_url=False)[-1]["msg"])  # a float field: the float reason
             continue
         except (TypeError, ValueError) as exc:
             reasons.append(str(exc))
