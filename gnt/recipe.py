@@ -99,9 +99,10 @@ class RecipeSchema:
                 default = f.default
                 if default is dataclasses.MISSING:
                     default = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
-                choices = f.metadata.get("choices")
+                annotation = hints.get(f.name, Any)
+                choices = f.metadata.get("choices") or _literal_options(annotation)
                 keys[f.name] = KeySpec(
-                    f.name, klass.__name__, hints.get(f.name, Any), default,
+                    f.name, klass.__name__, annotation, default,
                     tuple(choices) if choices else None, str(f.metadata.get("help", "")),
                 )
         kwargs.setdefault("description", f"Recipe keys are the fields of {', '.join(k.__name__ for k in classes)}.")
@@ -173,6 +174,13 @@ def _bare(member: Any) -> Any:
     if typing.get_origin(member) is typing.Annotated:
         member = typing.get_args(member)[0]
     return typing.get_origin(member) or member
+
+
+def _literal_options(annotation: Any) -> tuple[Any, ...] | None:
+    """The options of a ``Literal`` key (also under ``Annotated``), so ``--help`` can list them like ``choices``."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal else None
 
 
 def _describe(annotation: Any) -> str:

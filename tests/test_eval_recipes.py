@@ -214,3 +214,13 @@ def test_the_offline_aliases_work_in_every_recipe_kind(tiny_model_dir: Path, mon
             load()
     assert main("sft", [str(RECIPES_DIR / "tiny.yaml"), "model_name_or_path=gnt:huge", "--dry-run"]) == 2
     assert "model_name_or_path: unknown model alias 'gnt:huge'" in capsys.readouterr().err
+
+
+def test_keys_carry_their_choices_and_help_for_the_generated_usage() -> None:
+    from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
+    from gnt.evaluation.config import SCHEMA as EVAL
+    from gnt.training.config import stage_schema
+
+    assert EVAL.keys["system_role"].choices == stage_schema("sft").keys["system_role"].choices == ("auto", "keep", "merge")
+    assert EVAL.keys["backend"].choices == ("transformers", "vllm", "http")
+    assert EVAL.keys["bootstrap_samples"].default == DEFAULT_SAMPLES and "bootstrap" in EVAL.keys["bootstrap_samples"].help
