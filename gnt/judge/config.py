@@ -50,7 +50,7 @@ class JudgeRecipe(BackendSettings, DecodingSettings):
     judge_model: str | None = field(default=None, metadata={"help": "hub id, folder, gnt:tiny or gnt:smollm"})
     # judging
     judge_retries: int = field(
-        default=JudgeConfig.max_retries, metadata={"help": "re-asks of a reply that does not parse, each warmer"}
+        default=JudgeConfig.max_retries, metadata={"help": "asks again after a reply that does not parse (or a backend failure), each warmer"}
     )
     temperature: float = JudgeConfig.temperature
     temperature_step: float = JudgeConfig.temperature_step
