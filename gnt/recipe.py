@@ -81,7 +81,7 @@ class RecipeSchema:
         """Collect the init fields of ``classes``; a name claimed by several classes keeps its first owner.
 
         A class may carry ``RECIPE_RENAMED = {old: (new, why)}`` (a ClassVar): the old spelling is accepted as an
-        alias wherever the class is part of a recipe, with ``why`` said once to the user. Declaring it on the class
+        alias wherever the class is part of a recipe, and ``why`` is logged as a warning when it is used. Declaring it on the class
         keeps every recipe kind that composes the class in step.
         """
         keys: dict[str, KeySpec] = {}
@@ -169,18 +169,21 @@ def _members(annotation: Any) -> tuple[Any, ...]:
     return (annotation,)
 
 
+def _unannotated(member: Any) -> Any:
+    """The type under ``Annotated[...]``; pydantic still applies the validators, this is only for classifying."""
+    return typing.get_args(member)[0] if typing.get_origin(member) is typing.Annotated else member
+
+
 def _bare(member: Any) -> Any:
-    """The type under ``Annotated[...]`` (whose validators pydantic still applies) and generic parameters."""
-    if typing.get_origin(member) is typing.Annotated:
-        member = typing.get_args(member)[0]
+    """The class a member is checked as: ``list`` for ``list[str]``, ``Literal`` for ``Literal["a", "b"]``."""
+    member = _unannotated(member)
     return typing.get_origin(member) or member
 
 
 def _literal_options(annotation: Any) -> tuple[Any, ...] | None:
     """The options of a ``Literal`` key (also under ``Annotated``), so ``--help`` can list them like ``choices``."""
-    if typing.get_origin(annotation) is typing.Annotated:
-        annotation = typing.get_args(annotation)[0]
-    return typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal else None
+    inner = _unannotated(annotation)
+    return typing.get_args(inner) if typing.get_origin(inner) is typing.Literal else None
 
 
 def _describe(annotation: Any) -> str:
