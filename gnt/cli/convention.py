@@ -62,8 +62,8 @@ class Command:
     """False where the recipe belongs to another command (the watcher runs an evaluation recipe)."""
     flags: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
     """Old flags that set a key to a fixed value: ``{"all_rows": ("max_rows", None)}`` makes ``--all-rows``."""
-    sections: Sequence[tuple[str, Sequence[str]]] = ()
-    """Help blocks as (title, key names); by default one block with every key."""
+    sections: Sequence[tuple[str, RecipeSchema]] = ()
+    """Help blocks as (title, schema of the keys shown there); by default one block with every key."""
     pass_on: str | None = None
     """Where unknown keys go instead of failing (their description in the help), or None: unknown keys fail."""
 
@@ -94,8 +94,8 @@ class Command:
         if positionals:
             blocks.append("positional:\n" + "\n".join(positionals))
         synonyms = synonyms_by_key(self.schema, self.flags)
-        for title, names in self.sections or (("keys", list(self.schema.keys)),):
-            blocks.append(keys_section(title, self.schema, synonyms, names))
+        for title, schema in self.sections or (("keys", self.schema),):
+            blocks.append(keys_section(title, schema, synonyms))
         if self.pass_on:
             blocks.append(f"Any other key: {self.pass_on}.")
         blocks.append(CONVENTION)

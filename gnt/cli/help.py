@@ -55,13 +55,11 @@ def key_lines(spec: KeySpec, synonyms: Sequence[str] = ()) -> list[str]:
     return [head, *body]
 
 
-def keys_section(title: str, schema: RecipeSchema, synonyms: Mapping[str, Sequence[str]] | None = None,
-                 only: Sequence[str] | None = None) -> str:
-    """A titled block listing the keys of ``schema`` (or the names in ``only``) in the order they were declared."""
-    names = list(only) if only is not None else list(schema.keys)
+def keys_section(title: str, schema: RecipeSchema, synonyms: Mapping[str, Sequence[str]] | None = None) -> str:
+    """A titled block listing the keys of ``schema`` in the order they were declared."""
     lines = [f"{title}:"]
-    for name in names:
-        lines += key_lines(schema.keys[name], (synonyms or {}).get(name, ()))
+    for name, spec in schema.keys.items():
+        lines += key_lines(spec, (synonyms or {}).get(name, ()))
     return "\n".join(lines)
 
 
