@@ -131,12 +131,12 @@ class Command:
             if pair[0] not in self.schema.keys and self.schema.aliases.get(pair[0]) is None and self.pass_on:
                 passed_on.append((raw_key, value))
                 continue
-            overrides.append((self._canonical(pair[0], raw_key), pair[1]))
+            overrides.append((self.canonical(pair[0], raw_key), pair[1]))
         if self.subject is not None and self.subject.required and subject is None:
             raise RecipeError(f"give the {self.subject.name} first ({self.subject.help})\n{self.usage()}")
         return Invocation(subject, recipe, self._collect_lists(overrides), passed_on)
 
-    def _canonical(self, key: str, raw_key: str) -> str:
+    def canonical(self, key: str, raw_key: str) -> str:
         """The schema name of ``key``; an unknown one fails naming the closest keys, old flag spellings included."""
         name = self.schema.aliases.get(key, key)
         if name in self.schema.keys:
