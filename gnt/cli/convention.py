@@ -16,6 +16,7 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gnt.cli.help import CONVENTION, keys_section, synonyms_by_key
@@ -53,8 +54,10 @@ class Command:
 
     script: str
     """The file users run (``eval/report.py``); usage lines say ``gnt report`` when started through ``gnt``."""
-    summary: str
-    schema: RecipeSchema
+    action: str = ""
+    """A sub-action word that follows the script (``validate`` of ``eval/judge.py validate``)."""
+    summary: str = ""
+    schema: RecipeSchema = field(default_factory=lambda: RecipeSchema({}))
     subject: Subject | None = None
     recipe: str | None = "a YAML file of the same keys"
     """What the RECIPE positional is; None where the command takes no recipe file."""
@@ -72,7 +75,8 @@ class Command:
     def prog(self) -> str:
         """``gnt report`` when started through the ``gnt`` dispatcher, else the script's path."""
         started = sys.argv[0] if sys.argv else ""
-        return started if started.startswith("gnt ") else self.script
+        program = started if started.startswith("gnt ") else self.script
+        return f"{program} {self.action}" if self.action else program
 
     def usage(self) -> str:
         parts = [self.prog()]
@@ -132,7 +136,8 @@ class Command:
                 passed_on.append((raw_key, value))
                 continue
             overrides.append((self.canonical(pair[0], raw_key), pair[1]))
-        if self.subject is not None and self.subject.required and subject is None:
+        if self.subject is not None and self.subject.required and (subject is None or (
+                subject.endswith(RECIPE_SUFFIXES) and Path(subject).is_file())):
             raise RecipeError(f"give the {self.subject.name} first ({self.subject.help})\n{self.usage()}")
         return Invocation(subject, recipe, self._collect_lists(overrides), passed_on)
 
