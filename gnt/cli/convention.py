@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gnt.cli.help import CONVENTION, keys_section, synonyms_by_key
+from gnt.cli.help import CONVENTION, attribute_docs, keys_section, synonyms_by_key
 from gnt.recipe import RecipeError, RecipeSchema, parse_command_line, resolve_recipe
 
 HELP_TOKENS = ("-h", "--help")
@@ -216,6 +216,10 @@ def schema_of(classes: Sequence[type], exclude: Sequence[str] = (), **kwargs: An
     schema = RecipeSchema.from_dataclasses(classes, **kwargs)
     for name in exclude:
         schema.keys.pop(name, None)
+    docs = {klass.__name__: attribute_docs(klass) for klass in classes}
+    for name, spec in schema.keys.items():
+        if not spec.help and name in docs.get(spec.owner, {}):
+            schema.keys[name] = dataclasses.replace(spec, help=docs[spec.owner][name])
     return schema
 
 

@@ -4,6 +4,8 @@ once (the config field and its ``help`` metadata) and the help can never disagre
 
 from __future__ import annotations
 
+import ast
+import inspect
 import textwrap
 import types
 import typing
@@ -71,6 +73,22 @@ def synonyms_by_key(schema: RecipeSchema, flags: Mapping[str, tuple[str, Any]]) 
     for flag, (key, value) in flags.items():
         found.setdefault(key, []).append(f"--{flag.replace('_', '-')} (= {key}={describe_default(value)})")
     return found
+
+
+def attribute_docs(klass: type) -> dict[str, str]:
+    """The docstrings written under a class's fields (``x: int = 1`` then ``\"\"\"meaning\"\"\"``), by field name:
+    the meaning of a key whose field has no ``help`` metadata, so it is not written a second time for the help."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs = {}
+    for before, after in zip(body, body[1:], strict=False):
+        if (isinstance(before, ast.AnnAssign) and isinstance(before.target, ast.Name) and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            docs[before.target.id] = " ".join(after.value.value.split())
+    return docs
 
 
 CONVENTION = (
