@@ -229,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
         invocation = command.parse(argv[1:] if action in ACTIONS else argv)
         if run_help(command, invocation):
             return 0
+        close = difflib.get_close_matches(invocation.subject or "", ACTIONS, n=1)
+        if action == "judge" and close and not Path(invocation.subject).exists():
+            raise RecipeError(f"no results folder {invocation.subject}; did you mean `{close[0]}`?")
         from gnt.judge.config import load_judge_recipe
 
         overrides = list(invocation.overrides)
@@ -236,9 +239,6 @@ def main(argv: list[str] | None = None) -> int:
             overrides.append(("judge", "lexical"))  # no model needed to check files
         recipe = load_judge_recipe(invocation.recipe, overrides)
         if action == "judge":
-            close = difflib.get_close_matches(invocation.subject, ACTIONS, n=1)
-            if close and not Path(invocation.subject).exists():
-                raise RecipeError(f"no results folder {invocation.subject}; did you mean `{close[0]}`?")
             return cmd_judge(invocation.subject, recipe)
         if action == "validate":
             return cmd_validate(recipe)
