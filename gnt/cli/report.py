@@ -18,6 +18,7 @@ from typing import Literal
 
 from gnt.cli.convention import Command, Subject, construct, run_help, schema_of
 from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
+from gnt.filenames import REPORT_HTML
 from gnt.recipe import EXIT_USAGE, RecipeError
 from gnt.report import DEFAULT_SAMPLES_PER_CELL
 
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                                 bootstrap_samples=options.bootstrap_samples, title=options.title,
                                 judge_validation=options.judge_validation)
             print(f"report: {path}")
-            print(f"report: {path.with_name('report.html')}")
+            print(f"report: {path.with_name(REPORT_HTML)}")
         for run in options.wandb_run:
             from gnt.report.wandb_log import log_eval_to_wandb
 
