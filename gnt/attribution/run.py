@@ -59,10 +59,10 @@ def _key(default, meaning: str, choices: Sequence[str] | None = None):
     return field(default=default, metadata=metadata)
 
 
-_MODEL = "model path or hub id (none: the result's record.json)"
-_ADAPTER = "LoRA adapter folder (none: the result's record.json); merged before attribution"
-_PROMPTS = "prompt texts folder (none: the result's record, else data/prompts)"
-_GRID_SEED = "shot-order seed of the prompt grid (none: the result's record, else 0)"
+_MODEL = "model path or hub id (null: the result's record.json)"
+_ADAPTER = "LoRA adapter folder (null: the result's record.json); merged before attribution"
+_PROMPTS = "prompt texts folder (null: the result's record, else data/prompts)"
+_GRID_SEED = "shot-order seed of the prompt grid (null: the result's record, else 0)"
 _DTYPE = "auto (bf16 on GPU, fp32 on CPU), bf16 or fp32"
 
 
@@ -72,9 +72,9 @@ class AttributionConfig:
     ``eval/attribute.py`` (each default and meaning written here once)."""
 
     result_dir: str
-    cells: tuple[str, ...] = _key((), "grid cells such as it/G+S/4 (none: <lang>/G+S/4 of every language)")
+    cells: tuple[str, ...] = _key((), "grid cells such as it/G+S/4 (empty: <lang>/G+S/4 of every language)")
     sets: tuple[str, ...] = _key(("Set-G", "Set-N"), "mGeNTE sets whose rows are explained")
-    max_rows: int | None = _key(50, "rows per (set, outcome) sampled for attribution (none: every row)")
+    max_rows: int | None = _key(50, "rows per (set, outcome) sampled for attribution (null: every row)")
     balance_by: str = _key("label", "outcome the row sample is balanced over (judged/gnt need judgments.jsonl)",
                            ("label", "judged", "gnt", "none"))
     method: str = _key("gradxinput", "attribution method (attnlrp needs lxt 2.1 and a Qwen2/Qwen3/Llama model)", METHODS)
@@ -89,7 +89,7 @@ class AttributionConfig:
     prompts_dir: str | None = _key(None, _PROMPTS)
     grid_seed: int | None = _key(None, _GRID_SEED)
     sample_seed: int = _key(0, "seed of the row sample")
-    out_dir: str | None = _key(None, "output root (none: <result>/attribution)")
+    out_dir: str | None = _key(None, "output root (null: <result>/attribution)")
     top_tokens: int = _key(20, "top tokens kept per row for inspection")
     keep_token_scores: bool = _key(False, "also save every ranked token's score")
     plots: bool = _key(True, "draw the PNG figures")
@@ -103,12 +103,12 @@ class ContrastiveConfig:
     model: str | None = _key(None, _MODEL)
     result_dir: str | None = None
     data: str | None = _key(None, "rows with Ref-G and Ref-N (Entry .jsonl or mGeNTE TSV/folder) instead of a result")
-    cells: tuple[str, ...] = _key((), "grid cells such as it/G+S/4 (none: <lang>/G+S/4 of each language)")
-    langs: tuple[str, ...] = _key((), "languages when no cells are given (none: every language of the rows)")
+    cells: tuple[str, ...] = _key((), "grid cells such as it/G+S/4 (empty: <lang>/G+S/4 of each language)")
+    langs: tuple[str, ...] = _key((), "languages when no cells are given (empty: every language of the rows)")
     sets: tuple[str, ...] = _key(("Set-G", "Set-N"), "mGeNTE sets whose rows are contrasted")
     common_only: bool = _key(True, "only rows of the common set (false: every row with both references)")
     min_refs: int = _key(1, "only rows with at least this many neutral references")
-    max_rows: int | None = _key(20, "rows per cell (none: every row)")
+    max_rows: int | None = _key(20, "rows per cell (null: every row)")
     labels: str = _key("matching", "answer labels: matching (NEUTRAL for Ref-N, GENDERED for Ref-G) or one for both",
                        LABEL_MODES)
     adapter: str | None = _key(None, _ADAPTER)
@@ -117,7 +117,7 @@ class ContrastiveConfig:
     prompts_dir: str | None = _key(None, _PROMPTS)
     grid_seed: int | None = _key(None, _GRID_SEED)
     sample_seed: int = _key(0, "seed of the row sample")
-    out_dir: str | None = _key(None, "output root (none: <result>/attribution, else required)")
+    out_dir: str | None = _key(None, "output root (null: <result>/attribution, else required)")
     plots: bool = _key(True, "draw the PNG figure")
     extra: dict = field(default_factory=dict)
 

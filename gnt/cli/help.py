@@ -32,9 +32,10 @@ def describe_type(annotation: Any) -> str:
 
 
 def describe_default(value: Any) -> str:
-    """A default as a user would type it on the command line (lists comma-separated, ``none``, ``true``)."""
+    """A default as a user would type it on the command line (lists comma-separated, ``null``, ``true``); ``null``
+    rather than ``none`` because a text key reads ``none`` as the word."""
     if value is None:
-        return "none"
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):

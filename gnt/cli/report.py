@@ -27,18 +27,18 @@ from gnt.report import DEFAULT_SAMPLES_PER_CELL
 class ReportOptions:
     """The settings of one report command: where the report goes, how much it samples, what it logs to W&B."""
 
-    out_dir: str | None = field(default=None, metadata={"help": "report folder (none: <results>/report)"})
+    out_dir: str | None = field(default=None, metadata={"help": "report folder (null: <results>/report)"})
     samples_per_cell: int = field(default=DEFAULT_SAMPLES_PER_CELL, metadata={
         "help": "rows per grid cell shown in the sample browser"})
     bootstrap_samples: int = field(default=DEFAULT_SAMPLES, metadata={
         "help": "resamples of the paired significance tests"})
-    title: str | None = field(default=None, metadata={"help": "report title (none: from the results folder)"})
+    title: str | None = field(default=None, metadata={"help": "report title (null: from the results folder)"})
     judge_validation: list[str] = field(default_factory=list, metadata={
         "help": "judge validation reports (eval/judge.py validate) printed beside the GNT numbers"})
     wandb_run: list[str] = field(default_factory=list, metadata={
         "help": "training run folders whose W&B runs receive the evaluation metrics"})
     wandb_mode: Literal["offline", "online", "disabled"] | None = field(default=None, metadata={
-        "help": "W&B mode for the logging (none: WANDB_MODE, else the training run's record, else offline)"})
+        "help": "W&B mode for the logging (null: WANDB_MODE, else the training run's record, else offline)"})
     report: bool = field(default=True, metadata={"help": "write report.md/report.html (false: only log to W&B)"})
 
 

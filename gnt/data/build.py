@@ -63,7 +63,7 @@ class BuildConfig:
         "help": "shot counts training prompts are drawn from"})
     prompts_dir: str | None = field(default=None, metadata={
         "help": "prompt texts: a folder with common.yaml and {lang}.yaml, or the mGeNTE release's "
-                "prompt_en-{lang}.yaml files (none: the bundled data/prompts)"})
+                "prompt_en-{lang}.yaml files (null: the bundled data/prompts)"})
     judge_exemplars_dir: str | None = field(default=str(JUDGE_DIR / "exemplars"), metadata={
         "help": "folder of the judge's {lang}.jsonl exemplars, whose sources are kept out of every split"})
     progress: bool = field(default=True, metadata={"help": "show progress bars"})
