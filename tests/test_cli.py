@@ -235,3 +235,16 @@ def test_judge_takes_the_results_folder_first_as_it_did_after_the_word_judge(tmp
     assert metrics[0] == metrics[1] and metrics[0]["Set-G"]["value"] > 0
     typo = gnt("judge", "valdate")
     assert typo.returncode == 2 and "did you mean `validate`" in typo.stderr
+
+
+def test_attribute_without_a_result_reads_a_recipe_in_first_place(tmp_path: Path) -> None:
+    from gnt.attribution.run import ContrastiveConfig
+    from gnt.cli.attribute import build_config
+
+    recipe = tmp_path / "contrastive.yaml"
+    recipe.write_text("contrastive: true\ndata: data/sample\nlangs: [it]\nmin_refs: 3\n")
+    config = build_config([str(recipe), "max_rows=2"])
+    assert isinstance(config, ContrastiveConfig) and config.result_dir is None
+    assert (config.data, config.langs, config.min_refs, config.max_rows) == ("data/sample", ("it",), 3, 2)
+    with_result = build_config([str(tmp_path), str(recipe)])  # a result folder first, then the recipe
+    assert with_result.result_dir == str(tmp_path) and with_result.min_refs == 3
