@@ -32,9 +32,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.record import print_table, save_record  # noqa: E402
+from record import print_table, save_record
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL_RECIPE = ROOT / "recipes" / "eval-tiny.yaml"
