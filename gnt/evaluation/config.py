@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from gnt.data.entry import LANGUAGES
 from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
+from gnt.evaluation.steps import PipelineKeys
 from gnt.generation.base import DEFAULT_PREFIX_CACHING, DecodingParams
 from gnt.prompts.grid import CONFIGS, DEFAULT_SHOT_SEED, SHOT_COUNTS, Cell, grid_cells
-from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
+from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe, split_by_owner
 
 if TYPE_CHECKING:
     from gnt.generation.base import GenerationBackend
@@ -124,14 +125,16 @@ class EvalConfig:
 
 
 SCHEMA = RecipeSchema.from_dataclasses([EvalConfig])
+RECIPE_SCHEMA = RecipeSchema.from_dataclasses([EvalConfig, PipelineKeys])
+"""What an evaluation recipe file may hold: the sweep's keys and the pipeline's (``steps`` and their settings)."""
 
 
 def load_eval_config(
     path: str | Path | None, overrides: Iterable[tuple[str, Any]] = (), **explicit: Any
 ) -> EvalConfig:
     """Recipe file < ``key=value`` overrides < explicit keyword values (the CLI's flags), validated."""
-    resolved = resolve_recipe(path, overrides, SCHEMA)
-    values = dict(resolved.values)
+    resolved = resolve_recipe(path, overrides, RECIPE_SCHEMA)
+    values = split_by_owner(resolved, RECIPE_SCHEMA).get(EvalConfig.__name__, {})  # the pipeline reads its own
     for key, value in explicit.items():
         if value is None or value == [] or value is False:
             continue
