@@ -43,6 +43,7 @@ from gnt.evaluation.steps import DEFAULT_STEPS, STEP_SETTINGS, STEPS, PipelineKe
 from gnt.filenames import (
     GENERATIONS,
     JUDGE_SUMMARY,
+    METRICS,
     RECORD,
     REPORT_HTML,
     REPORT_MARKDOWN,
@@ -230,6 +231,8 @@ class Pipeline:
                 STEP_RUNNERS[name].run(self)
                 outcome = StepOutcome(name, "ran", time.perf_counter() - started)
             else:
+                if STEP_RUNNERS[name].skipped is not None:
+                    STEP_RUNNERS[name].skipped(self)
                 outcome = StepOutcome(name, "skipped", time.perf_counter() - started, done)
             say(outcome.line())
             outcomes.append(outcome)
@@ -297,6 +300,8 @@ class StepRunner:
 
     complete: Callable[[Pipeline], str | None]
     run: Callable[[Pipeline], None]
+    skipped: Callable[[Pipeline], None] | None = None
+    """What a skipped step still shows (the grid's table: a rerun of a finished sweep prints its results)."""
 
 
 def _recipe_of_record(recipe: dict) -> dict:
@@ -318,6 +323,13 @@ def _grid_run(p: Pipeline) -> None:
     from gnt.evaluation.sweep import run_sweep
 
     run_sweep(p.config)
+
+
+def _grid_table(p: Pipeline) -> None:
+    if p.config.progress:
+        from gnt.evaluation.table import print_metrics_table
+
+        print_metrics_table([(name, _read_json(p.folder(name) / METRICS)) for name in p.models])
 
 
 def _scored_complete(p: Pipeline, names: Iterable[str], summary: str, count: Callable[[Path], int | None]) -> bool:
@@ -453,7 +465,7 @@ def _report_run(p: Pipeline) -> None:
 
 
 STEP_RUNNERS: dict[str, StepRunner] = {
-    "grid": StepRunner(_grid_complete, _grid_run),
+    "grid": StepRunner(_grid_complete, _grid_run, _grid_table),
     "judge": StepRunner(_judge_complete, _judge_run),
     "xcomet": StepRunner(_xcomet_complete, _xcomet_run),
     "attribution": StepRunner(_attribution_complete, _attribution_run),
