@@ -119,3 +119,27 @@ def test_an_unknown_step_setting_names_the_closest_key(tmp_path: Path, capsys) -
     err = capsys.readouterr().err
     assert "override 'report.sampels_per_cell': report setting: unknown key" in err and "samples_per_cell" in err
     assert not out.exists()
+
+
+def test_the_old_flags_are_recipe_keys(tmp_path: Path, capsys) -> None:
+    from gnt.evaluation.cli import parse_eval_command
+    from gnt.evaluation.config import EvalConfig
+    from gnt.evaluation.steps import PipelineKeys
+    from gnt.templated_suite.run import SuiteConfig
+
+    recipe = _recipe(tmp_path, SLICE + "runs: [runs/a]\n")
+    classes = (SuiteConfig, EvalConfig, PipelineKeys)
+    command = parse_eval_command([str(recipe), "--run", "runs/b", "run=runs/c,runs/d", "--adapter", "x/ckpt",
+                                  "--out", "o", "--quiet", "--allow-leakage", "--suite", "s.jsonl"],
+                                 classes, prog="eval/templated.py", summary="")
+    evaluation = command.values(EvalConfig)
+    assert evaluation["runs"] == ["runs/a", "runs/b", "runs/c", "runs/d"]  # flags add to what the recipe lists
+    assert evaluation["adapters"] == ["x/ckpt"] and evaluation["out_dir"] == "o"
+    assert evaluation["progress"] is False and evaluation["allow_leakage"] is True
+    assert command.values(SuiteConfig) == {"suite": "s.jsonl"}
+    with pytest.raises(RecipeError, match="unknown key 'suite'"):  # a templated key is not a grid key
+        load_pipeline([str(recipe), "--suite", "s.jsonl"])
+    assert parse_eval_command(["--help"], classes, prog="eval/templated.py", summary="the suite") is None
+    printed = capsys.readouterr().out
+    assert "usage: eval/templated.py [RECIPE] [key=value ...]" in printed
+    assert "pairs_per_lang [null]" in printed and "grid_shots [4]" in printed and "run [[]]" in printed

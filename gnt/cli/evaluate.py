@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 
 from gnt.data.errors import DataError, DataErrors
-from gnt.evaluation.cli import run_eval_main
-from gnt.evaluation.pipeline import PipelineError, load_pipeline
+from gnt.evaluation.cli import eval_main
+from gnt.evaluation.pipeline import Pipeline, PipelineError, load_pipeline
 from gnt.evaluation.shard import ShardsIncomplete
 from gnt.evaluation.sweep import GenerationFailure
 from gnt.recipe import RecipeError
@@ -30,23 +30,16 @@ from gnt.recipe import RecipeError
 USAGE_ERRORS = (RecipeError, DataError, DataErrors)
 
 
+def _run(pipeline: Pipeline) -> Path:
+    pipeline.run()
+    return pipeline.out
+
+
 def main(argv: list[str] | None = None) -> int:
-    try:
-        pipeline = load_pipeline(sys.argv[1:] if argv is None else argv, prog="eval/evaluate.py")
-    except USAGE_ERRORS as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if pipeline is None:  # --help
-        return 0
-
-    def run() -> Path:
-        pipeline.run()
-        return pipeline.out
-
+    argv = sys.argv[1:] if argv is None else argv
     # a dead server, a model that does not load or a failed step exits 1
-    return run_eval_main(
-        run, usage_errors=USAGE_ERRORS, failures=(GenerationFailure, ShardsIncomplete, PipelineError, OSError)
-    )
+    return eval_main(lambda: load_pipeline(argv, prog="eval/evaluate.py"), _run, usage_errors=USAGE_ERRORS,
+                     failures=(GenerationFailure, ShardsIncomplete, PipelineError, OSError))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from gnt.data.errors import DataError
-from gnt.evaluation.cli import parse_eval_command, run_eval_main
+from gnt.evaluation.cli import EvalCommand, eval_main, parse_eval_command
 from gnt.recipe import RecipeError
 
 SUMMARY_LINE = __doc__.split("\n\n")[0]
@@ -35,22 +35,17 @@ def main(argv: list[str] | None = None) -> int:
     from gnt.evaluation.steps import PipelineKeys
     from gnt.templated_suite.run import SuiteConfig, load_config, run_suite
 
-    try:
-        command = parse_eval_command(argv, (SuiteConfig, EvalConfig, PipelineKeys), prog="eval/templated.py",
-                                     summary=SUMMARY_LINE)
-    except RecipeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if command is None:  # --help
-        return 0
+    def prepare() -> EvalCommand | None:
+        return parse_eval_command(argv, (SuiteConfig, EvalConfig, PipelineKeys), prog="eval/templated.py",
+                                  summary=SUMMARY_LINE)
 
-    def run() -> Path:
+    def run(command: EvalCommand) -> Path:
         suite, evaluation = load_config(None, [*command.values(SuiteConfig).items(),
                                                *command.values(EvalConfig).items()])
         evaluation.recipe = command.recipe
         return run_suite(suite, evaluation)
 
-    return run_eval_main(run, usage_errors=(RecipeError, DataError))
+    return eval_main(prepare, run, usage_errors=(RecipeError, DataError))
 
 
 if __name__ == "__main__":

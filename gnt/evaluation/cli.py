@@ -18,7 +18,7 @@ import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gnt.evaluation.leakage import LeakageError
 from gnt.filenames import SUMMARY
@@ -117,21 +117,29 @@ def parse_eval_command(argv: Sequence[str], classes: Sequence[type], *, prog: st
         evaluation["progress"] = False
     return EvalCommand(cli.recipe, groups, where)
 
+Prepared = TypeVar("Prepared")
 
-def run_eval_main(
-    run: Callable[[], Path],
+
+def eval_main(
+    prepare: Callable[[], Prepared | None],
+    run: Callable[[Prepared], Path],
     *,
     usage_errors: tuple[type[BaseException], ...] = (RecipeError,),
     failures: tuple[type[BaseException], ...] = (),
 ) -> int:
-    """Configure logging, call ``run`` (which returns the results folder) and turn known errors into exit codes.
+    """An evaluation command: ``prepare`` reads its command line (None: it printed ``--help``), then ``run`` runs it
+    and returns the results folder; known errors become exit codes.
 
-    ``usage_errors`` (a bad recipe, bad data) exit 2, a leakage refusal exits :attr:`LeakageError.exit_code` and
-    ``failures`` (a dead server, a model that does not load) exit 1; anything else propagates.
+    ``usage_errors`` (a bad command line or recipe, bad data) exit 2, a leakage refusal exits
+    :attr:`LeakageError.exit_code` and ``failures`` (a dead server, a model that does not load, a failed step)
+    exit 1; anything else propagates.
     """
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        out = run()
+        prepared = prepare()
+        if prepared is None:
+            return 0
+        out = run(prepared)
     except usage_errors as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -143,3 +151,13 @@ def run_eval_main(
         return 1
     print(f"results: {out}/{SUMMARY}")
     return 0
+
+
+def run_eval_main(
+    run: Callable[[], Path],
+    *,
+    usage_errors: tuple[type[BaseException], ...] = (RecipeError,),
+    failures: tuple[type[BaseException], ...] = (),
+) -> int:
+    """:func:`eval_main` for a caller whose configuration is already built: call ``run``, map its errors."""
+    return eval_main(lambda: True, lambda _ready: run(), usage_errors=usage_errors, failures=failures)
