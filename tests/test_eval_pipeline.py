@@ -88,12 +88,16 @@ def test_deleting_one_steps_output_reruns_only_that_step(evaluated, eval_tiny_ru
     assert _run(recipe, eval_tiny_run, out, capsys) == {"grid": "skipped", "templated": "skipped", "report": "skipped"}
 
 
-def test_a_changed_grid_setting_reruns_the_grid(evaluated, eval_tiny_run: Path, tmp_path: Path) -> None:
+def test_a_changed_setting_reruns_its_step(evaluated, eval_tiny_run: Path, tmp_path: Path) -> None:
     recipe, out = evaluated
     copy = tmp_path / "eval"
     shutil.copytree(out, copy)
     pipeline = load_pipeline([str(recipe), f"run={eval_tiny_run}", f"out={copy}", "max_new_tokens=9", "steps=grid"])
     assert [(o.step, o.status) for o in pipeline.run(say=lambda _line: None)] == [("grid", "ran")]
+    pipeline = load_pipeline([str(recipe), f"run={eval_tiny_run}", f"out={copy}", "max_new_tokens=9",
+                              "templated.pairs_per_lang=1"])
+    assert [(o.step, o.status) for o in pipeline.run(say=lambda _line: None)] == [
+        ("grid", "skipped"), ("templated", "ran"), ("report", "ran")]
 
 
 def test_a_recipe_without_steps_runs_the_grid_only(tmp_path: Path) -> None:

@@ -12,11 +12,13 @@ report), so the pipeline adds ordering and resumption, not a second implementati
 files it writes are complete, so an interrupted evaluation resumes where it stopped and a finished one costs
 seconds:
 
-- ``grid``: every model folder has its ``record.json`` (written last), with status ok and the same recipe;
+- ``grid``: every model folder has its ``record.json`` (written last), with status ok and the same recipe (the
+  keys that name which models are evaluated aside);
 - ``judge`` / ``xcomet``: every model folder's summary counts as many rows as its ``generations.jsonl`` holds,
   and is newer than it;
 - ``attribution``: every selected model has the record of each requested cell (any cell when none is named);
-- ``templated``: every model has ``templated/record.json`` and the suite summary exists;
+- ``templated``: every model has ``templated/record.json`` for the same suite and recipe, and the suite summary
+  exists;
 - ``report``: ``report.html`` and ``report.md`` are newer than every file of the results folder, so any step that
   rewrote a result also brings the report up to date.
 
@@ -305,13 +307,14 @@ class StepRunner:
 
 
 def _recipe_of_record(recipe: dict) -> dict:
-    return {k: v for k, v in recipe.items() if k not in _NOT_THE_RECIPE}
+    """The keys of a recorded recipe that decide results, as JSON reads them back (tuples become lists)."""
+    return {k: v for k, v in json.loads(json.dumps(recipe)).items() if k not in _NOT_THE_RECIPE}
 
 
 def _grid_complete(p: Pipeline) -> str | None:
     if not (p.out / SUMMARY).is_file():
         return None
-    wanted = _recipe_of_record(json.loads(json.dumps(p.config.to_json())))
+    wanted = _recipe_of_record(p.config.to_json())
     for name in p.models:
         record = _read_json(p.folder(name) / RECORD)
         if not record or record.get("status") != "ok" or _recipe_of_record(record.get("eval_recipe", {})) != wanted:
@@ -411,24 +414,35 @@ def _attribution_run(p: Pipeline) -> None:
             run_attribution(AttributionConfig(result_dir=str(p.folder(name)), **settings))
 
 
-def _templated_complete(p: Pipeline) -> str | None:
-    from gnt.templated_suite.run import SUBDIR, SUMMARY_DIR
-
-    if not (p.out / SUMMARY_DIR / SUMMARY).is_file():
-        return None
-    if all((p.folder(name) / SUBDIR / RECORD).is_file() for name in p.models):
-        return f"{len(p.models)} model(s) with {SUBDIR}/{RECORD}"
-    return None
-
-
-def _templated_run(p: Pipeline) -> None:
-    from gnt.templated_suite.run import SuiteConfig, run_suite
+def _templated_configs(p: Pipeline) -> tuple[Any, EvalConfig]:
+    """The suite's config and the evaluation config it runs with: the recipe's, with the step's keys on top."""
+    from gnt.templated_suite.run import SuiteConfig
 
     suite_keys = {f.name for f in dataclasses.fields(SuiteConfig)}
     settings = p.settings["templated"]
     suite = SuiteConfig(**{k: v for k, v in settings.items() if k in suite_keys}).validate()
     evaluation = dataclasses.replace(p.config, **{k: v for k, v in settings.items() if k not in suite_keys})
-    run_suite(suite, evaluation.validate())
+    return suite, evaluation.validate()
+
+
+def _templated_complete(p: Pipeline) -> str | None:
+    from gnt.templated_suite.run import SUBDIR, SUMMARY_DIR
+
+    if not (p.out / SUMMARY_DIR / SUMMARY).is_file():
+        return None
+    suite, evaluation = _templated_configs(p)
+    wanted = (json.loads(json.dumps(dataclasses.asdict(suite))), _recipe_of_record(evaluation.to_json()))
+    for name in p.models:
+        record = _read_json(p.folder(name) / SUBDIR / RECORD)
+        if not record or (record.get("suite_config"), _recipe_of_record(record.get("eval_recipe", {}))) != wanted:
+            return None
+    return f"{len(p.models)} model(s) with {SUBDIR}/{RECORD}"
+
+
+def _templated_run(p: Pipeline) -> None:
+    from gnt.templated_suite.run import run_suite
+
+    run_suite(*_templated_configs(p))
 
 
 def _report_folder(p: Pipeline) -> Path:
