@@ -1,4 +1,5 @@
-"""One command for the whole post-training evaluation: the steps an evaluation recipe names, run in order.
+"""One command for the whole post-training evaluation: the steps an evaluation recipe names, run in order (the
+user-facing description: docs/evaluation-pipeline.md).
 
     steps: [grid, judge, templated, attribution, report]
     judge: {judge: lexical}                                 # judge recipe keys (or recipe: recipes/judge-tiny.yaml)
