@@ -55,6 +55,7 @@ from gnt.filenames import (
     XCOMET_SUMMARY,
 )
 from gnt.recipe import RecipeError, RecipeSchema
+from gnt.report import DEFAULT_SAMPLES_PER_CELL
 
 LAST = "last"
 """In the attribution step's ``models``: the last model of the sweep (the final checkpoint of the last run)."""
@@ -87,7 +88,8 @@ class ReportSettings:
     """The report step's keys (eval/report.py's options)."""
 
     out: str | None = field(default=None, metadata={"help": "report folder (default <results>/report)"})
-    samples_per_cell: int | None = field(default=None, metadata={"help": "rows per cell in the sample browser"})
+    samples_per_cell: int = field(default=DEFAULT_SAMPLES_PER_CELL, metadata={
+        "help": "rows per cell in the sample browser"})
     bootstrap_samples: int | None = field(default=None, metadata={
         "help": "resamples of the paired tests (default: the recipe's bootstrap_samples)"})
     title: str | None = None
@@ -113,11 +115,16 @@ def _step_schema(step: str) -> RecipeSchema:
         schema = RecipeSchema.from_dataclasses([AttributionModels, AttributionConfig])
         for key in ("result_dir", "out_dir"):  # one per model folder, set by the pipeline
             schema.keys.pop(key)
+            schema.elsewhere[key] = "The pipeline sets it: each model folder's attribution/ (choose them with models)."
         return schema
     if step == "templated":
-        from gnt.templated_suite.run import SCHEMA
+        from gnt.templated_suite.run import SuiteConfig
 
-        return SCHEMA
+        schema = RecipeSchema.from_dataclasses([SuiteConfig, EvalConfig])
+        for key in (*_NOT_THE_RECIPE, "model"):  # the suite runs on the models and results folder of the pipeline
+            schema.keys.pop(key)
+            schema.elsewhere[key] = "It is a key of the whole evaluation: set it at the top level of the recipe."
+        return schema
     return RecipeSchema.from_dataclasses([ReportSettings])
 
 
@@ -467,11 +474,10 @@ def _report_run(p: Pipeline) -> None:
     from gnt.report.build import build_report
 
     settings = p.settings["report"]
-    options: dict[str, Any] = {"bootstrap_samples": settings.get("bootstrap_samples") or p.config.bootstrap_samples,
-                               "title": settings.get("title"), "judge_validation": settings.get("judge_validation", [])}
-    if settings.get("samples_per_cell") is not None:
-        options["samples_per_cell"] = settings["samples_per_cell"]
-    build_report(p.out, _report_folder(p), **options)
+    build_report(p.out, _report_folder(p),
+                 samples_per_cell=settings.get("samples_per_cell", DEFAULT_SAMPLES_PER_CELL),
+                 bootstrap_samples=settings.get("bootstrap_samples") or p.config.bootstrap_samples,
+                 title=settings.get("title"), judge_validation=settings.get("judge_validation", []))
     if settings.get("wandb"):
         from gnt.report.wandb_log import log_eval_to_wandb
 
