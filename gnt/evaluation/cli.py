@@ -82,7 +82,8 @@ def parse_eval_command(argv: Sequence[str], classes: Sequence[type], *, prog: st
     cli = parse_command_line(argv)
     schema = RecipeSchema.from_dataclasses([EvalTargets, *classes])
     if cli.help:
-        print(command_help(prog, summary, schema))
+        called = sys.argv[0] if sys.argv and sys.argv[0].startswith("gnt ") else prog  # `gnt eval` says so
+        print(command_help(called, summary, schema))
         return None
     if cli.dry_run:
         raise RecipeError("--dry-run is not an option of this command")
