@@ -219,7 +219,8 @@ def test_queued_checkpoints_through_the_evaluation_core_and_report(trained: dict
     out = tmp_path / "eval"
     evaluate = recipe_evaluator(
         Path(__file__).parent.parent / "recipes/eval-tiny.yaml", out,
-        ["langs=it", "configs=G+S", "shots=0", "rows_per_lang=2", "max_new_tokens=12", "bootstrap_samples=50"],
+        ["langs=it", "configs=G+S", "shots=0", "rows_per_lang=2", "max_new_tokens=12", "bootstrap_samples=50",
+         "steps=grid"],  # the grid only: eval-tiny.yaml names the demo's whole pipeline
     )
     records = watch(queue, evaluate, poll_s=0.01, timeout_s=300)
     assert [r["status"] for r in records] == ["ok", "ok"], [r.get("error") for r in records]

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from gnt.data.entry import LANGUAGES
+from gnt.evaluation.steps import PipelineKeys
 from gnt.models.aliases import check_model_key
 from gnt.prompts.grid import CONFIGS, DEFAULT_SHOT_SEED, SHOT_COUNTS, Cell, grid_cells
-from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
+from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe, split_by_owner
 from gnt.settings import (
     SYSTEM_ROLE_HELP,
     BackendKind,
@@ -105,14 +106,16 @@ class EvalConfig(BackendSettings, DecodingSettings, BootstrapSettings, OutputSet
 
 
 SCHEMA = RecipeSchema.from_dataclasses([EvalConfig])
+RECIPE_SCHEMA = RecipeSchema.from_dataclasses([EvalConfig, PipelineKeys])
+"""What an evaluation recipe file may hold: the sweep's keys and the pipeline's (``steps`` and their settings)."""
 
 
 def load_eval_config(
     path: str | Path | None, overrides: Iterable[tuple[str, Any]] = (), **explicit: Any
 ) -> EvalConfig:
     """Recipe file < ``key=value`` overrides < explicit keyword values (the CLI's flags), validated."""
-    resolved = resolve_recipe(path, overrides, SCHEMA)
-    values = dict(resolved.values)
+    resolved = resolve_recipe(path, overrides, RECIPE_SCHEMA)
+    values = split_by_owner(resolved, RECIPE_SCHEMA).get(EvalConfig.__name__, {})  # the pipeline reads its own
     for key, value in explicit.items():
         if value is None or value == [] or value is False:
             continue
