@@ -19,14 +19,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.record import conclude  # noqa: E402
+from record import conclude
 
 LANGS = ("it", "es", "de", "el")
 CELL = "{lang}/G+S/4"

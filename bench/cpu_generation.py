@@ -30,14 +30,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.record import print_table, save_record  # noqa: E402
+from record import print_table, save_record
 
 LANG = "it"
 CELLS = (("G+S", 4), ("None", 0))

@@ -5,18 +5,16 @@ The baseline is reading and validating the same TSVs alone, so the ratio shows w
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from record import Timer, print_table, save_record
 
-from bench.record import Timer, print_table, save_record  # noqa: E402
-from gnt.data.build import BuildConfig, build_dataset  # noqa: E402
-from gnt.data.entry import LANGUAGES  # noqa: E402
-from gnt.data.mgente import load_mgente  # noqa: E402
-from gnt.data.templated import generate_pairs  # noqa: E402
-from gnt.paths import SAMPLE_DIR  # noqa: E402
+from gnt.data.build import BuildConfig, build_dataset
+from gnt.data.entry import LANGUAGES
+from gnt.data.mgente import load_mgente
+from gnt.data.templated import generate_pairs
+from gnt.paths import SAMPLE_DIR
 
 ROWS_PER_LANGUAGE = 1500
 TEMPLATED_PAIRS = 10_000

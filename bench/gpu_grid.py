@@ -52,11 +52,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from record import RESULTS_DIR, print_table, save_record
 
-from bench.record import RESULTS_DIR, print_table, save_record  # noqa: E402
-from gnt.evaluation.bootstrap import DEFAULT_SAMPLES  # noqa: E402
+from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # Qwen/Qwen2.5-7B-Instruct config.json (architecture only; token ids are set from the tokenizer used).
 QWEN25_7B: dict[str, Any] = {
@@ -200,7 +200,8 @@ def build_model(shape: dict[str, Any], tokenizer_dir: Path, out_dir: Path, adapt
 def stage_build(work: Path, smoke: bool, tokenizer: str, rows_per_lang: int) -> dict[str, Any]:
     """Model, adapter, synthetic grid rows and an SFT data build, into ``work`` (``smoke``: the small CPU model,
     also what the fake-backend mode uses, since it needs only the tokenizer and an adapter folder)."""
-    from bench.data_build import write_synthetic_mgente
+    from data_build import write_synthetic_mgente
+
     from gnt.data.build import BuildConfig, build_dataset
 
     for name in ("model", "adapter", "mgente", "data"):
@@ -420,8 +421,8 @@ def steady_tokens_per_s(marks: list[tuple[int, float, float]], warmup: int) -> f
 def stage_sft(work: Path, smoke: bool, variant: str, steps: int, warmup: int) -> dict[str, Any]:
     """One SFT run of the project's 7B recipe over the random model; tokens/s after warm-up and peak memory."""
     import torch
+    from train_overhead import run_recipe
 
-    from bench.train_overhead import run_recipe
     from gnt.recipe import RecipeError
 
     overrides: list[tuple[str, Any]] = [

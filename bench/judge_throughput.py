@@ -21,16 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))  # the local OpenAI-compatible server lives with the tests
+from record import conclude, tests_helper
 
-from bench.record import conclude  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 LANGS = ("it", "es", "de", "el")
 LEVELS = (1, 4, 8, 16)
@@ -40,7 +37,7 @@ GOALS = {"achieved_concurrency": "at every level the peak requests in flight == 
 
 def judge_reply(body: dict) -> Any:
     """A schema-valid reply for the format the request's JSON schema describes, delayed by the server."""
-    from http_server import Reply
+    Reply = tests_helper("http_server").Reply
 
     from gnt.judge.schema import project
 
@@ -102,7 +99,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     LATENCY_S[0] = args.latency
 
-    from http_server import OpenAITestServer
+    OpenAITestServer = tests_helper("http_server").OpenAITestServer
 
     batch = items(args.items)
     runs: dict[int, list[dict]] = {level: [] for level in LEVELS}

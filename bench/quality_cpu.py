@@ -27,10 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from record import print_table, save_record
 
-from bench.record import print_table, save_record  # noqa: E402
-from gnt.io import read_json  # noqa: E402
+from gnt.io import read_json
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "outputs" / "bench-quality"

@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
+import sys
 import time
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from gnt.io import write_json
 from gnt.records import environment_record
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+TESTS_DIR = Path(__file__).resolve().parent.parent / "tests"
+
+
+def tests_helper(name: str) -> ModuleType:
+    """A helper module of the test suite (``tests/<name>.py``, e.g. the local OpenAI-compatible server), loaded by
+    its path: benchmarks reuse what the tests check without putting the tests folder on ``sys.path``."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, TESTS_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[name] = module  # dataclasses resolve their module by name while the file runs
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
 
 
 def machine() -> dict[str, Any]:

@@ -21,10 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from record import RESULTS_DIR
 
-from bench.record import RESULTS_DIR  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 BENCHMARKS = ("data_build", "train_overhead", "sweep_scaling", "judge_throughput", "attribution")
 

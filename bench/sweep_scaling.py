@@ -32,9 +32,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.record import conclude  # noqa: E402
+from record import conclude
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL_RECIPE = ROOT / "recipes" / "eval-tiny.yaml"

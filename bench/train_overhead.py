@@ -21,16 +21,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.record import print_table, save_record  # noqa: E402
+from record import print_table, save_record
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_RECIPE = ROOT / "recipes" / "tiny.yaml"

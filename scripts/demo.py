@@ -1,20 +1,22 @@
 #!/usr/bin/env python
-"""The demo chain, run as the same commands a user types: data → SFT → DPO → grid sweep → judge → templated suite
-→ attribution → report (+ eval metrics logged into the training runs' offline W&B runs).
+"""The demo chain, run as the same commands a user types: data → SFT → DPO → ``gnt eval`` (grid sweep → judge →
+templated suite → attribution → report, + eval metrics logged into the training runs' offline W&B runs).
 
     python scripts/demo.py                   # SmolLM2-135M-Instruct (a real small model, offline), en-it + en-es
     python scripts/demo.py --model tiny      # the tiny offline random Qwen2: every code path in about 3 minutes
     python scripts/demo.py --out outputs/my-demo --steps data,sft
     python scripts/demo.py --set sft:max_steps=48 --set eval:rows_per_lang=null    # a longer budget
+    python scripts/demo.py --model tiny --dry-run                                  # print the commands only
 
-Each step prints its command; a failing step stops the chain with its exit status. Rerunning resumes: training
-continues from its last checkpoint and the evaluation steps only compute what their caches lack.
+The evaluation is one command, ``eval/evaluate.py`` on the profile's evaluation recipe (recipes/eval-tiny.yaml,
+recipes/eval-smollm.yaml), whose ``steps`` and their settings say what runs after the sweep; ``--steps`` picks a
+subset of them. Each command is printed; a failing one stops the chain with its exit status. Rerunning resumes:
+training continues from its last checkpoint and every evaluation step whose files are complete is skipped.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import subprocess
@@ -23,20 +25,25 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gnt.filenames import REPORT_HTML, REPORT_MARKDOWN
+
 ROOT = Path(__file__).resolve().parent.parent
-STEPS = ("data", "sft", "dpo", "eval", "judge", "templated", "attribution", "report")
+TRAINING_STEPS = ("data", "sft", "dpo")
+EVAL_STEPS = {"eval": "grid", "judge": "judge", "templated": "templated", "attribution": "attribution",
+              "report": "report"}
+"""The demo's evaluation step names and the pipeline steps (gnt/evaluation/steps.py) they are."""
+STEPS = (*TRAINING_STEPS, *EVAL_STEPS)
 
 
 @dataclass(frozen=True)
 class DemoProfile:
-    """What one demo model runs: its data build flags, recipes and attribution cell, sized for 2 CPU cores."""
+    """What one demo model runs: its data build flags and recipes, sized for 2 CPU cores. What the evaluation
+    runs after the sweep (judge, templated suite, attribution cell, report) is in the evaluation recipe."""
 
     build: tuple[str, ...]
     sft: str
     dpo: str
     eval: str
-    templated: tuple[str, ...]  # recipe + overrides
-    attribution_cell: str
 
 
 MODELS = {
@@ -45,19 +52,30 @@ MODELS = {
     "smollm": DemoProfile(
         ("--langs", "it,es", "--train-configs", "None,S", "--train-shots", "0", "--templated-pairs", "600"),
         "recipes/smollm.yaml", "recipes/smollm-dpo.yaml", "recipes/eval-smollm.yaml",
-        ("recipes/templated-smollm.yaml",), "it/None/0",
     ),
     "tiny": DemoProfile(
         ("--templated-pairs", "400"), "recipes/tiny.yaml", "recipes/tiny-dpo.yaml", "recipes/eval-tiny.yaml",
-        ("recipes/templated-tiny.yaml", "pairs_per_lang=6"), "it/G+S/4",
     ),
 }
-OVERRIDE_STEPS = ("sft", "dpo", "eval", "templated")
+OVERRIDE_STEPS = ("sft", "dpo", *EVAL_STEPS)
 
 
-def run(command: list[str], title: str) -> float:
+def eval_arguments(steps: list[str], overrides: dict[str, list[str]]) -> list[str]:
+    """The ``key=value`` words of the evaluation command: the selected pipeline steps (none: the recipe's all) and
+    each --set, as a top-level key (``eval:``) or a setting of its step (``templated:k=v`` → ``templated.k=v``)."""
+    chosen = [pipeline for demo, pipeline in EVAL_STEPS.items() if demo in steps]
+    words = [] if len(chosen) == len(EVAL_STEPS) else [f"steps={','.join(chosen)}"]
+    for step, assignments in overrides.items():
+        if step in EVAL_STEPS:
+            words += assignments if step == "eval" else [f"{EVAL_STEPS[step]}.{a}" for a in assignments]
+    return words
+
+
+def run(command: list[str], title: str, dry_run: bool = False) -> float:
     """Run one step as a subprocess in the project root; exit with its status if it fails."""
     print(f"\n=== {title}\n$ {shlex.join(command)}", flush=True)
+    if dry_run:
+        return 0.0
     started = time.perf_counter()
     result = subprocess.run(command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     seconds = time.perf_counter() - started
@@ -75,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated subset of {','.join(STEPS)}")
     parser.add_argument("--set", action="append", default=[], metavar="STEP:KEY=VALUE",
                         help=f"a recipe override for one step ({', '.join(OVERRIDE_STEPS)}), e.g. sft:max_steps=48")
+    parser.add_argument("--dry-run", action="store_true", help="print the commands without running them")
     args = parser.parse_args(argv)
     steps = [s.strip() for s in args.steps.split(",") if s.strip()]
     unknown = [s for s in steps if s not in STEPS]
@@ -93,44 +112,27 @@ def main(argv: list[str] | None = None) -> int:
     timings: dict[str, float] = {}
 
     if "data" in steps:
-        timings["data"] = run([py, "data/build.py", "--out", str(data), *profile.build], "build data")
+        timings["data"] = run([py, "data/build.py", "--out", str(data), *profile.build], "build data", args.dry_run)
     if "sft" in steps:
         timings["sft"] = run(
             [py, "train/sft.py", profile.sft, f"data_dir={data}", f"output_dir={sft}", *overrides["sft"]],
-            "SFT (LoRA)",
+            "SFT (LoRA)", args.dry_run,
         )
     if "dpo" in steps:
         timings["dpo"] = run(
             [py, "train/dpo.py", profile.dpo, f"data_dir={data}", f"sft_adapter={sft}", f"output_dir={dpo}",
              *overrides["dpo"]],
-            "DPO (reference = the SFT adapter)",
+            "DPO (reference = the SFT adapter)", args.dry_run,
         )
-    if "eval" in steps:
-        timings["eval"] = run(
-            [py, "eval/evaluate.py", profile.eval, "--run", str(sft), "--run", str(dpo), "--out", str(results),
-             *overrides["eval"]],
-            f"grid sweep: base + every checkpoint ({profile.eval})",
+    if any(step in EVAL_STEPS for step in steps):
+        timings["evaluation"] = run(
+            [py, "eval/evaluate.py", profile.eval, f"run={sft}", f"run={dpo}", f"out={results}",
+             *eval_arguments(steps, overrides)],
+            f"evaluation: the steps of {profile.eval} over the base model and every checkpoint", args.dry_run,
         )
-    if "judge" in steps:
-        timings["judge"] = run([py, "eval/judge.py", "judge", str(results), "judge=lexical"], "judge (lexical, offline)")
-    if "templated" in steps:
-        timings["templated"] = run(
-            [py, "eval/templated.py", profile.templated[0], "--run", str(sft), "--run", str(dpo),
-             "--out", str(results), *profile.templated[1:], *overrides["templated"]],
-            "templated sensitivity suite",
-        )
-    if "attribution" in steps:
-        models = json.loads((ROOT / results / "summary.json").read_text())["models"]
-        last = models[-1]["name"]  # the sweep lists base, then each run's checkpoints in order: the last DPO one
-        timings["attribution"] = run(
-            [py, "eval/attribute.py", str(results / last), "--cell", profile.attribution_cell, "--max-rows", "2"],
-            f"attribution (grad×input) on a few rows of {last}",
-        )
-    if "report" in steps:
-        timings["report"] = run(
-            [py, "eval/report.py", str(results), "--wandb-run", str(sft), "--wandb-run", str(dpo)],
-            "report (+ eval metrics into the training runs' W&B runs)",
-        )
+    if args.dry_run:
+        print("\ndemo: dry run, nothing was run")
+        return 0
     timings["total"] = sum(timings.values())
     print("\n=== demo finished")
     for name, seconds in timings.items():
@@ -138,9 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  data:     {(ROOT / data).resolve()}")
     print(f"  adapters: {(ROOT / sft).resolve()}  {(ROOT / dpo).resolve()}")
     print(f"  results:  {(ROOT / results).resolve()}")
-    report = ROOT / results / "report" / "report.html"
+    report = ROOT / results / "report" / REPORT_HTML
     if report.exists():
-        print(f"  report:   {report.resolve()}  (and report.md beside it)")
+        print(f"  report:   {report.resolve()}  (and {REPORT_MARKDOWN} beside it)")
     return 0
 
 

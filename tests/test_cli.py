@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pkgutil
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import tomllib
 
 from gnt.cli import COMMANDS
@@ -73,3 +75,176 @@ def test_subcommand_flags_and_errors_are_the_scripts(tmp_path: Path) -> None:
     assert "learning_rate" in dry.stdout
     typo = gnt("judge", "validate", "fromat=CROSS-L")
     assert typo.returncode == 2 and "format" in typo.stderr
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# One convention: [SUBJECT] [RECIPE] [key=value | --key value]; --help from the config; unknown keys exit 2
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _commands(tmp_path: Path) -> dict[str, tuple]:
+    """Per converted command: its main, the arguments before the keys (its subject), and its schema."""
+    from gnt.cli import attribute, build, comet, judge, report, watch
+
+    queue = tmp_path / "queue"
+    queue.mkdir(exist_ok=True)
+    return {
+        "build": (build.main, [], build.COMMAND.schema),
+        "report": (report.main, [str(tmp_path)], report.COMMAND.schema),
+        "attribute": (attribute.main, [str(tmp_path)], attribute.COMMAND.schema),
+        "watch": (watch.main, [str(queue), "command=true"], watch.COMMAND.schema),
+        "judge": (judge.main, [str(tmp_path)], judge.COMMANDS["judge"].schema),
+        "judge validate": (judge.main, ["validate"], judge.COMMANDS["validate"].schema),
+        "judge check": (judge.main, ["check"], judge.COMMANDS["check"].schema),
+        "comet": (comet.main, [str(tmp_path)], comet.command().schema),
+    }
+
+
+@pytest.mark.parametrize("name", ["build", "report", "attribute", "watch", "judge", "judge validate", "judge check",
+                                  "comet"])
+def test_help_lists_every_key_with_its_default(name: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from gnt.cli.help import describe_default
+
+    main, subject, schema = _commands(tmp_path)[name]
+    action = subject[:1] if name.startswith("judge ") else []  # validate / check: the help of that action
+    assert main([*action, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: ") and "[key=value ...]" in out.splitlines()[0]
+    assert schema.keys
+    for key, spec in schema.keys.items():
+        assert f"\n  {key} = {describe_default(spec.default)}  (" in out, (name, key)
+    assert "exit status 2" in out
+
+
+def test_help_gives_the_meaning_written_on_each_field(capsys: pytest.CaptureFixture) -> None:
+    from gnt.cli import attribute, build, report, watch
+    from gnt.data.build import BuildConfig
+
+    for command in (build.COMMAND, report.COMMAND, attribute.COMMAND, watch.COMMAND):
+        assert all(spec.help for spec in command.schema.keys.values()), command.script
+    assert build.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    meaning = next(f.metadata["help"] for f in dataclasses.fields(BuildConfig) if f.name == "templated_pairs")
+    assert f"  templated_pairs = {BuildConfig.templated_pairs}  (int)\n      {meaning}" in out
+    assert "out_dir = outputs/data  (str)  also --out" in out
+
+
+@pytest.mark.parametrize(("name", "typo", "closest"), [
+    ("build", "templated_pair=3", "templated_pairs"),
+    ("report", "samples_per_cel=2", "samples_per_cell"),
+    ("attribute", "--max-row=3", "max_rows"),
+    ("watch", "pol_s=1", "poll_s"),
+    ("judge", "judge_modle=x", "judge_model"),
+    ("judge validate", "fromat=CROSS-L", "format"),
+    ("judge check", "exemplar_dir=x", "exemplars_dir"),
+    ("comet", "xcomet_batchsize=3", "xcomet_batch_size"),
+])
+def test_an_unknown_key_exits_2_naming_the_closest(name: str, typo: str, closest: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture) -> None:
+    main, subject, _ = _commands(tmp_path)[name]
+    assert main([*subject, typo]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "unknown key" in err[-1] and f"Closest valid keys: {closest}" in err[-1], err
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_gnt_build_key_value_is_the_old_flags(tmp_path: Path) -> None:
+    old = gnt("build", "--out", str(tmp_path / "a"), "--langs", "it", "--templated-pairs", "10", "--no-progress")
+    new = gnt("build", f"out_dir={tmp_path / 'b'}", "langs=it", "templated_pairs=10", "progress=false")
+    assert old.returncode == 0 and new.returncode == 0, (old.stderr, new.stderr)
+    assert "rows (" not in new.stderr  # progress=false: no progress bars
+    for name in ("sft/train.jsonl", "dpo/train.jsonl", "eval/mgente_test.jsonl", "eval/templated_suite.jsonl"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    counts = json.loads((tmp_path / "b" / "manifest.json").read_text())["counts"]["mgente"]
+    assert {key.split("/")[0] for key in counts["test"]} == {"it"}
+
+
+def test_build_reads_its_keys_from_a_recipe_with_file_and_line_errors(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture) -> None:
+    from gnt.cli.build import parse_args
+
+    recipe = tmp_path / "data.yaml"
+    recipe.write_text("langs: [it, es]\nseed: 3\ntemplated_pairs: 0\n")
+    config = parse_args([str(recipe), "seed=5", "--out", str(tmp_path / "d")])
+    assert config.langs == ("it", "es") and config.seed == 5 and config.templated_pairs == 0
+    assert config.out_dir == str(tmp_path / "d") and config.test_fraction == 0.2  # BuildConfig's own default
+    recipe.write_text("langs: it\ntemplatedpairs: 3\n")
+    from gnt.cli.build import main
+
+    assert main([str(recipe)]) == 2
+    err = capsys.readouterr().err
+    assert f"{recipe}:2: unknown key 'templatedpairs'" in err and "templated_pairs" in err
+
+
+def test_attribute_keys_and_old_flags_give_the_same_config() -> None:
+    from gnt.attribution.run import AttributionConfig, ContrastiveConfig
+    from gnt.cli.attribute import build_config
+
+    new = build_config(["res", "max_rows=2", "sets=Set-N", "plots=false", "cells=it/G+S/4,es/G+S/4"])
+    old = build_config(["res", "--max-rows", "2", "--sets", "Set-N", "--no-plots", "--cell", "it/G+S/4",
+                        "--cell", "es/G+S/4"])
+    assert new == old and isinstance(new, AttributionConfig)
+    assert new.cells == ("it/G+S/4", "es/G+S/4") and new.plots is False and new.max_rows == 2
+    assert build_config(["res", "--all-rows"]).max_rows is None
+    contrastive = build_config(["contrastive=true", "data=d", "--include-non-common"])
+    assert isinstance(contrastive, ContrastiveConfig) and contrastive.common_only is False
+    assert contrastive.max_rows == ContrastiveConfig.max_rows != AttributionConfig.max_rows  # each mode's default
+
+
+def test_attribute_refuses_a_key_of_the_other_mode(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from gnt.cli.attribute import main
+
+    assert main([str(tmp_path), "min_refs=2"]) == 2
+    assert "min_refs: not a key of attribution" in capsys.readouterr().err
+    assert main(["contrastive=true", "balance_by=judged"]) == 2
+    assert "balance_by: not a key of contrastive=true" in capsys.readouterr().err
+    assert main(["method=attnlrp"]) == 2  # no result folder and not contrastive
+    assert "give an evaluation result folder" in capsys.readouterr().err
+
+
+def test_report_key_value_writes_where_out_dir_says(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from _report_fixtures import make_results
+
+    from gnt.cli.report import main
+
+    results = make_results(tmp_path / "results", steps=(2,), extras=False, langs=("it",), rows_per_set=2)
+    assert main([str(results), f"out_dir={tmp_path / 'r'}", "bootstrap_samples=20", "title=Run one"]) == 0
+    assert f"report: {tmp_path / 'r' / 'report.md'}" in capsys.readouterr().out
+    assert (tmp_path / "r" / "report.md").read_text(encoding="utf-8").startswith("# Run one")
+    assert main([str(results), "report=false"]) == 0  # nothing to write, nothing to log
+    assert not (results / "report").exists()
+    assert main(["out_dir=x"]) == 2
+    assert "give the RESULTS first" in capsys.readouterr().err
+
+
+def test_judge_takes_the_results_folder_first_as_it_did_after_the_word_judge(tmp_path: Path) -> None:
+    from test_judge_apply import GENDERED_WORDS, _results
+
+    from gnt.io import read_json, read_jsonl, write_jsonl
+
+    metrics = []
+    for form in (["judge"], []):
+        out = _results(tmp_path / f"r{len(form)}")
+        records = read_jsonl(out / "base" / "generations.jsonl")
+        for record in records:
+            record["gendered_words"] = list(GENDERED_WORDS.get(record["id"], ()))
+        write_jsonl(out / "base" / "generations.jsonl", records)
+        done = gnt("judge", *form, str(out), "judge=lexical", "models=base")
+        assert done.returncode == 0, done.stderr
+        metrics.append(read_json(out / "base" / "metrics.json")["overall"]["gnt_accuracy"])
+    assert metrics[0] == metrics[1] and metrics[0]["Set-G"]["value"] > 0
+    typo = gnt("judge", "valdate")
+    assert typo.returncode == 2 and "did you mean `validate`" in typo.stderr
+
+
+def test_attribute_without_a_result_reads_a_recipe_in_first_place(tmp_path: Path) -> None:
+    from gnt.attribution.run import ContrastiveConfig
+    from gnt.cli.attribute import build_config
+
+    recipe = tmp_path / "contrastive.yaml"
+    recipe.write_text("contrastive: true\ndata: data/sample\nlangs: [it]\nmin_refs: 3\n")
+    config = build_config([str(recipe), "max_rows=2"])
+    assert isinstance(config, ContrastiveConfig) and config.result_dir is None
+    assert (config.data, config.langs, config.min_refs, config.max_rows) == ("data/sample", ("it",), 3, 2)
+    with_result = build_config([str(tmp_path), str(recipe)])  # a result folder first, then the recipe
+    assert with_result.result_dir == str(tmp_path) and with_result.min_refs == 3

@@ -279,10 +279,12 @@ def test_rebuild_replaces_its_own_output_but_not_files_added_to_it(tmp_path: Pat
 
 
 @pytest.mark.parametrize(("flags", "expected"), [
-    (["--test-fraction", "1.5"], "--test-fraction 1.5 must be in [0, 1)"),
-    (["--templated-pairs", "-5"], "--templated-pairs -5 must be 0"),
-    (["--dpo-kinds", "bogus"], "--dpo-kinds: unknown kind(s) ['bogus']"),
+    (["--test-fraction", "1.5"], "test_fraction 1.5 must be in [0, 1)"),
+    (["--templated-pairs", "-5"], "templated_pairs -5 must be 0"),
+    (["dpo_kinds=bogus"], "dpo_kinds: unknown kind(s) ['bogus']"),
     (["--langs", ","], "selects no language"),
+    (["test_fraction=0.6", "dev_fraction=0.5"], "test_fraction + dev_fraction must stay below 1"),
+    (["train_shots=0,3"], "training cells: unknown or empty '3'"),
 ])
 def test_bad_flags_are_one_error_line(flags: list[str], expected: str, tmp_path: Path,
                                       capsys: pytest.CaptureFixture) -> None:

@@ -274,6 +274,7 @@ def test_cli_reruns_the_sweep_from_cache_and_prints_the_table(sweep, eval_tiny_r
     from gnt.cli.evaluate import main
     out, _ = sweep
     overrides = [f"{k}={v}" for k, v in GRID if k != "progress"]
+    overrides.append("steps=grid")  # eval-tiny.yaml names the demo's whole pipeline; this test is about the grid
     assert main([str(RECIPES_DIR / "eval-tiny.yaml"), "--run", str(eval_tiny_run), "--out", str(out), *overrides]) == 0
     printed = capsys.readouterr().out
     assert "Label metrics" in printed and "sft/checkpoint-2" in printed and "summary.json" in printed

@@ -219,7 +219,8 @@ def test_queued_checkpoints_through_the_evaluation_core_and_report(trained: dict
     out = tmp_path / "eval"
     evaluate = recipe_evaluator(
         Path(__file__).parent.parent / "recipes/eval-tiny.yaml", out,
-        ["langs=it", "configs=G+S", "shots=0", "rows_per_lang=2", "max_new_tokens=12", "bootstrap_samples=50"],
+        ["langs=it", "configs=G+S", "shots=0", "rows_per_lang=2", "max_new_tokens=12", "bootstrap_samples=50",
+         "steps=grid"],  # the grid only: eval-tiny.yaml names the demo's whole pipeline
     )
     records = watch(queue, evaluate, poll_s=0.01, timeout_s=300)
     assert [r["status"] for r in records] == ["ok", "ok"], [r.get("error") for r in records]
@@ -330,3 +331,29 @@ def test_a_recipe_that_is_a_yaml_list_is_one_error_line(tmp_path: Path, capsys) 
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"error: {recipe}: a recipe is a mapping of keys to values, got a list"
     assert "Traceback" not in "\n".join(err) and not list(queue.rglob("*.claim"))
+
+
+def test_watch_keys_as_key_value_and_evaluation_keys_passed_on(tmp_path: Path, capsys) -> None:
+    queue = tmp_path / "queue"
+    queue_checkpoint(fake_checkpoint(tmp_path / "sft", 3), queue, global_step=3)
+    mark_training_done(queue, "sft", 3)
+    seen = tmp_path / "seen.txt"
+    template = f"{{python}} -c \"import sys; open(sys.argv[1], 'w').write(sys.argv[2])\" {seen} {{out}}"
+    code = _watch_cli().main([str(queue), f"command={template}", "poll_s=0.01", "timeout_s=30",
+                              f"out_dir={tmp_path / 'eval'}"])
+    assert code == 0 and seen.read_text() == str(tmp_path / "eval")  # out_dir reached the command's {out}
+    assert "1 checkpoint(s) evaluated, 0 failed" in capsys.readouterr().out
+    # with a command there is no evaluation recipe to take other keys: a typo is named, nothing claimed
+    queue_checkpoint(fake_checkpoint(tmp_path / "sft", 4), queue, global_step=4)
+    assert _watch_cli().main([str(queue), "command=true", "backend=vllm", "once=true"]) == 2
+    assert "unknown key 'backend'" in capsys.readouterr().err
+    # with an evaluation recipe, its keys pass on; a key neither knows names the closest of both
+    recipe = Path(__file__).parent.parent / "recipes" / "eval-tiny.yaml"
+    assert _watch_cli().main([str(queue), str(recipe), "langz=it", "once=true"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown key 'langz'" in err and "langs" in err
+    assert _watch_cli().main([str(queue), str(recipe), "polls=1", "once=true"]) == 2
+    assert "Watcher keys close to it: poll_s" in capsys.readouterr().err
+    assert _watch_cli().main([str(queue), str(recipe), "command=true"]) == 2  # both ways at once
+    assert "one of them" in capsys.readouterr().err
+    assert not list(queue.rglob("*checkpoint-4*.claim")) and not (queue / "sft" / "checkpoint-4.done.json").exists()

@@ -7,14 +7,11 @@ skips these. Run anywhere else without vLLM, they fail at once with the command 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# gnt is installed editable (scripts/vllm_env.sh) and pytest puts this folder on sys.path (prepend import mode)
 
 try:
     import vllm  # noqa: F401

@@ -8,11 +8,8 @@ Everything lives in gnt.training; see `python train/dpo.py --help`.
 """
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from gnt.training.cli import main  # noqa: E402
+from gnt.training.cli import main
 
 if __name__ == "__main__":
     sys.exit(main("dpo"))

@@ -51,55 +51,74 @@ def cell_dir_name(cell: str) -> str:
     return Cell.parse(cell).name.replace("/", "_")
 
 
+def _key(default, meaning: str, choices: Sequence[str] | None = None):
+    """A config field that is also a command-line key of ``eval/attribute.py``: its default and its meaning."""
+    metadata = {"help": meaning, **({"choices": tuple(choices)} if choices else {})}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+_MODEL = "model path or hub id (null: the result's record.json)"
+_ADAPTER = "LoRA adapter folder (null: the result's record.json); merged before attribution"
+_PROMPTS = "prompt texts folder (null: the result's record, else data/prompts)"
+_GRID_SEED = "shot-order seed of the prompt grid (null: the result's record, else 0)"
+_DTYPE = "auto (bf16 on GPU, fp32 on CPU), bf16 or fp32"
+
+
 @dataclass
 class AttributionConfig:
-    """Everything an attribution run depends on; saved in its record."""
+    """Everything an attribution run depends on; saved in its record. The fields are the keys of
+    ``eval/attribute.py`` (each default and meaning written here once)."""
 
     result_dir: str
-    cells: tuple[str, ...] = ()
-    sets: tuple[str, ...] = ("Set-G", "Set-N")
-    max_rows: int | None = 50
-    balance_by: str = "label"
-    method: str = "gradxinput"
-    targets: tuple[str, ...] = TARGETS
-    batch_size: int = 8
-    max_batch_tokens: int = 32768
-    device: str = "auto"
-    dtype: str = "auto"
-    model: str | None = None
-    adapter: str | None = None
-    data: str | None = None
-    prompts_dir: str | None = None
-    grid_seed: int | None = None
-    sample_seed: int = 0
-    out_dir: str | None = None
-    top_tokens: int = 20
-    keep_token_scores: bool = False
-    plots: bool = True
+    cells: tuple[str, ...] = _key((), "grid cells such as it/G+S/4 (empty: <lang>/G+S/4 of every language)")
+    sets: tuple[str, ...] = _key(("Set-G", "Set-N"), "mGeNTE sets whose rows are explained")
+    max_rows: int | None = _key(50, "rows per (set, outcome) sampled for attribution (null: every row)")
+    balance_by: str = _key("label", "outcome the row sample is balanced over (judged/gnt need judgments.jsonl)",
+                           ("label", "judged", "gnt", "none"))
+    method: str = _key("gradxinput", "attribution method (attnlrp needs lxt 2.1 and a Qwen2/Qwen3/Llama model)", METHODS)
+    targets: tuple[str, ...] = _key(TARGETS, "what is explained: S_L (the label) and/or S_T (the translation)")
+    batch_size: int = _key(8, "rows per backward pass")
+    max_batch_tokens: int = _key(32768, "cap on padded tokens per batch")
+    device: str = _key("auto", "auto, cpu, cuda or cuda:N")
+    dtype: str = _key("auto", _DTYPE)
+    model: str | None = _key(None, _MODEL)
+    adapter: str | None = _key(None, _ADAPTER)
+    data: str | None = _key(None, "evaluation rows (Entry .jsonl or mGeNTE TSV/folder) when generations hold no sources")
+    prompts_dir: str | None = _key(None, _PROMPTS)
+    grid_seed: int | None = _key(None, _GRID_SEED)
+    sample_seed: int = _key(0, "seed of the row sample")
+    out_dir: str | None = _key(None, "output root (null: <result>/attribution)")
+    top_tokens: int = _key(20, "top tokens kept per row for inspection")
+    keep_token_scores: bool = _key(False, "also save every ranked token's score")
+    plots: bool = _key(True, "draw the PNG figures")
 
 
 @dataclass
 class ContrastiveConfig:
-    """A contrastive run: rows with Ref-G and Ref-N from an evaluation result or straight from the data."""
+    """A contrastive run: rows with Ref-G and Ref-N from an evaluation result or straight from the data. The fields
+    are the keys of ``eval/attribute.py contrastive=true``."""
 
-    model: str | None = None
+    model: str | None = _key(None, _MODEL)
     result_dir: str | None = None
-    data: str | None = None
-    cells: tuple[str, ...] = ()
-    langs: tuple[str, ...] = ()
-    sets: tuple[str, ...] = ("Set-G", "Set-N")
-    common_only: bool = True
-    min_refs: int = 1
-    max_rows: int | None = 20
-    labels: str = "matching"
-    adapter: str | None = None
-    device: str = "auto"
-    dtype: str = "auto"
-    prompts_dir: str | None = None
-    grid_seed: int | None = None
-    sample_seed: int = 0
-    out_dir: str | None = None
-    plots: bool = True
+    data: str | None = _key(None, "rows with Ref-G and Ref-N (Entry .jsonl or mGeNTE TSV/folder) instead of a result")
+    cells: tuple[str, ...] = _key((), "grid cells such as it/G+S/4 (empty: <lang>/G+S/4 of each language)")
+    langs: tuple[str, ...] = _key((), "languages when no cells are given (empty: every language of the rows)")
+    sets: tuple[str, ...] = _key(("Set-G", "Set-N"), "mGeNTE sets whose rows are contrasted")
+    common_only: bool = _key(True, "only rows of the common set (false: every row with both references)")
+    min_refs: int = _key(1, "only rows with at least this many neutral references")
+    max_rows: int | None = _key(20, "rows per cell (null: every row)")
+    labels: str = _key("matching", "answer labels: matching (NEUTRAL for Ref-N, GENDERED for Ref-G) or one for both",
+                       LABEL_MODES)
+    adapter: str | None = _key(None, _ADAPTER)
+    device: str = _key("auto", "auto, cpu, cuda or cuda:N")
+    dtype: str = _key("auto", _DTYPE)
+    prompts_dir: str | None = _key(None, _PROMPTS)
+    grid_seed: int | None = _key(None, _GRID_SEED)
+    sample_seed: int = _key(0, "seed of the row sample")
+    out_dir: str | None = _key(None, "output root (null: <result>/attribution, else required)")
+    plots: bool = _key(True, "draw the PNG figure")
     extra: dict = field(default_factory=dict)
 
 
@@ -422,7 +441,7 @@ def run_contrastive(config: ContrastiveConfig) -> dict:
     elif config.result_dir:
         out_root = Path(config.result_dir) / "attribution"
     else:
-        raise ResultError("pass --out when running contrastive mode on data without an evaluation result")
+        raise ResultError("give out_dir=FOLDER when running contrastive mode on data without an evaluation result")
     model, tokenizer = load_model(model_path, adapter, method="gradxinput", device=config.device, dtype=config.dtype)
     from gnt.prompts.chat import supports_system_role
 

@@ -5,6 +5,7 @@
     python eval/comet.py outputs/eval xcomet_model=Unbabel/XCOMET-XXL
     python eval/comet.py outputs/eval tiny=true                        # offline smoke run, random tiny XCOMET
     python eval/comet.py outputs/eval recipes/xcomet.yaml              # the same keys from a YAML recipe
+    python eval/comet.py --help                                        # every key, its default and meaning
 
 Per model folder it writes ``xcomet.jsonl`` (per generation: score_matching, score_ref_g, error spans, failure)
 and ``xcomet_summary.json``, and fills the ``xcomet`` blocks of ``metrics.json`` when it exists. Scores are cached
@@ -20,10 +21,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gnt.cli.convention import Command, Subject, run_help, schema_of
 from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
-from gnt.recipe import RecipeError, RecipeSchema, parse_command_line, resolve_recipe
-
-EXIT_USAGE = 2
+from gnt.recipe import EXIT_USAGE, RecipeError
 
 
 @dataclass
@@ -32,10 +32,21 @@ class CometCli:
 
     models: list[str] = field(default_factory=list, metadata={"help": "model folders to score; default all"})
     tiny: bool = field(default=False, metadata={"help": "score with the offline tiny XCOMET (smoke test)"})
-    update_metrics: bool = True
-    bootstrap_samples: int = DEFAULT_SAMPLES
-    bootstrap_seed: int = DEFAULT_SEED
-    alpha: float = DEFAULT_ALPHA
+    update_metrics: bool = field(default=True, metadata={
+        "help": "fill the xcomet blocks of each model's metrics.json with the scores"})
+    bootstrap_samples: int = field(default=DEFAULT_SAMPLES, metadata={"help": "resamples of the confidence intervals"})
+    bootstrap_seed: int = field(default=DEFAULT_SEED, metadata={"help": "seed of the bootstrap resampling"})
+    alpha: float = field(default=DEFAULT_ALPHA, metadata={"help": "1 - confidence level of the intervals"})
+
+
+def command() -> Command:
+    """The command's declaration (built on use: the xCOMET settings live in a module that is slow to import)."""
+    from gnt.comet.scorer import CometConfig
+
+    return Command(
+        script="eval/comet.py", summary=__doc__ or "", schema=schema_of([CometConfig, CometCli]),
+        subject=Subject("RESULTS", "results folder of eval/evaluate.py (one folder per model)"),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,15 +59,13 @@ def main(argv: list[str] | None = None) -> int:
         update_metrics,
     )
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
-        return 0 if argv else EXIT_USAGE
-    results, rest = Path(argv[0]), argv[1:]
+    cli = command()
     try:
-        cli = parse_command_line(rest)
-        schema = RecipeSchema.from_dataclasses([CometConfig, CometCli])
-        values = resolve_recipe(cli.recipe, cli.overrides, schema).values
+        invocation = cli.parse(sys.argv[1:] if argv is None else argv)
+        if run_help(cli, invocation):
+            return 0
+        values = cli.resolve(invocation)
+        results = Path(invocation.subject)
         comet_cfg = CometConfig(**{k: v for k, v in values.items() if k.startswith("xcomet_")}).validate()
         opts = CometCli(**{k: v for k, v in values.items() if not k.startswith("xcomet_")})
         models = [m for item in opts.models for m in str(item).split(",") if m]

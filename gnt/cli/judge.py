@@ -1,9 +1,13 @@
 """Judge translations for gender neutrality, and measure how far a judge can be trusted.
 
+    eval/judge.py RESULTS [RECIPE] [key=value ...]     judge every model folder of an evaluation, refill metrics
+    eval/judge.py validate [RECIPE] [key=value ...]    validate a judge (references, or a gold file with tsv=)
+    eval/judge.py check [RECIPE] [key=value ...]       check prompt and exemplar files before using them
+
     # judge every model folder of an evaluation and refill its metrics (GNT accuracy, coherence)
-    python eval/judge.py judge outputs/eval recipes/judge-tiny.yaml
-    python eval/judge.py judge outputs/eval judge=lexical data=data/sample          # offline proxy, no model
-    python eval/judge.py judge outputs/eval recipes/judge-api.yaml validation=outputs/judge-validation.json
+    python eval/judge.py outputs/eval recipes/judge-tiny.yaml
+    python eval/judge.py outputs/eval judge=lexical data=data/sample          # offline proxy, no model
+    python eval/judge.py outputs/eval recipes/judge-api.yaml validation=outputs/judge-validation.json
 
     # validate a judge: on mGeNTE references with known labels (accuracy per set x reference x format) ...
     python eval/judge.py validate recipes/judge-tiny.yaml data=data/sample formats=all
@@ -17,26 +21,34 @@
     python eval/judge.py check exemplars_dir=path/to/exemplars prompts_dir=path/to/prompts
     python eval/judge.py check judge_resources=fbk-NEUTR-evAL/src/fbk_neutreval/resources   # the published layout
 
-Settings are recipe keys (gnt/judge/config.py), from a YAML recipe and/or key=value overrides. Exit status 2 on
-a usage or input problem, with the reason; judge failures never stop a run (they are counted).
+The three share one set of keys (gnt/judge/config.py), from a YAML recipe and/or key=value overrides;
+`eval/judge.py judge RESULTS ...` (the old spelling) still works. Exit status 2 on a usage or input problem,
+with the reason; judge failures never stop a run (they are counted).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import sys
 from pathlib import Path
 
+from gnt.cli.convention import Command, Subject, run_help
 from gnt.data.errors import DataError, DataErrors
-from gnt.recipe import RecipeError, parse_command_line
+from gnt.judge.config import SCHEMA
+from gnt.recipe import EXIT_USAGE, RecipeError
 
-EXIT_USAGE = 2
-COMMANDS = ("judge", "validate", "check")
-
-
-def _usage() -> str:
-    return __doc__ or ""
+ACTIONS = ("validate", "check")
+LEGACY_JUDGE = "judge"
+"""``eval/judge.py judge RESULTS``: the spelling from before the results folder became the positional subject."""
+_RECIPE = "a judge recipe (recipes/judge-*.yaml) of the same keys"
+COMMANDS = {
+    "judge": Command("eval/judge.py", summary=__doc__ or "", schema=SCHEMA, recipe=_RECIPE,
+                     subject=Subject("RESULTS", "results folder of eval/evaluate.py (one folder per model)")),
+    "validate": Command("eval/judge.py", "validate", summary=__doc__ or "", schema=SCHEMA, recipe=_RECIPE),
+    "check": Command("eval/judge.py", "check", summary=__doc__ or "", schema=SCHEMA, recipe=_RECIPE),
+}
 
 
 def _llm_judge(recipe, fmt=None, cache_path=None, backend=None):
@@ -203,30 +215,32 @@ def cmd_check(recipe) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        print(_usage(), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
-        return 0 if argv and argv[0] in ("-h", "--help") else EXIT_USAGE
+    if not argv:
+        print(COMMANDS["judge"].usage(), file=sys.stderr)
+        print("       (or: validate [RECIPE] [key=value ...], check [RECIPE] [key=value ...]; --help for the keys)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if argv[0] == LEGACY_JUDGE:
+        argv = argv[1:]
+    action = argv[0] if argv and argv[0] in ACTIONS else "judge"
+    command = COMMANDS[action]
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    command, rest = argv[0], argv[1:]
     try:
-        results = None
-        if command == "judge":
-            if not rest or "=" in rest[0] or rest[0].startswith("-"):
-                raise RecipeError("judge needs the evaluation results folder first: eval/judge.py judge OUT_DIR ...")
-            results, rest = rest[0], rest[1:]
+        invocation = command.parse(argv[1:] if action in ACTIONS else argv)
+        if run_help(command, invocation):
+            return 0
+        close = difflib.get_close_matches(invocation.subject or "", ACTIONS, n=1)
+        if action == "judge" and close and not Path(invocation.subject).exists():
+            raise RecipeError(f"no results folder {invocation.subject}; did you mean `{close[0]}`?")
         from gnt.judge.config import load_judge_recipe
 
-        cli = parse_command_line(rest)
-        if cli.help:
-            print(_usage())
-            return 0
-        overrides = list(cli.overrides)
-        if command == "check":
+        overrides = list(invocation.overrides)
+        if action == "check":
             overrides.append(("judge", "lexical"))  # no model needed to check files
-        recipe = load_judge_recipe(cli.recipe, overrides)
-        if command == "judge":
-            return cmd_judge(results, recipe)
-        if command == "validate":
+        recipe = load_judge_recipe(invocation.recipe, overrides)
+        if action == "judge":
+            return cmd_judge(invocation.subject, recipe)
+        if action == "validate":
             return cmd_validate(recipe)
         return cmd_check(recipe)
     except (RecipeError, DataError, DataErrors, ValueError) as exc:

@@ -52,6 +52,7 @@ from gnt.evaluation.bootstrap import (
     resampling_weights,
 )
 from gnt.io import append_jsonl, hash_json, read_json, read_jsonl, write_json, write_jsonl
+from gnt.settings import BootstrapSettings
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
 GENERATIONS = "generations.jsonl"
@@ -123,7 +124,8 @@ class CometConfig:
         return self
 
 
-_PASSTHROUGH = frozenset({"bootstrap_samples", "bootstrap_seed", "alpha"})
+_PASSTHROUGH = frozenset(f.name for f in dataclasses.fields(BootstrapSettings))
+"""The bootstrap keys travel with the xCOMET settings (the summary's intervals) under their shared names."""
 
 
 def model_identity(model: str) -> str:

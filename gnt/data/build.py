@@ -42,24 +42,52 @@ MARKER = ".gnt-data-build"
 
 @dataclass
 class BuildConfig:
-    """Everything a data build depends on; saved in the manifest."""
+    """Everything a data build depends on; saved in the manifest. These fields are also the keys of
+    ``data/build.py`` (``gnt build``): each default and meaning is written here once."""
 
-    out_dir: str
-    mgente: str = str(SAMPLE_DIR)
-    langs: tuple[str, ...] = LANGUAGES
-    seed: int = 0
-    test_fraction: float = 0.2
-    dev_fraction: float = 0.1
-    templated_pairs: int = 400
-    dpo_kinds: tuple[str, ...] = DPO_KINDS
-    train_configs: tuple[str, ...] = CONFIGS
-    """Prompt configurations training prompts are drawn from (default: all four)."""
-    train_shots: tuple[int, ...] = SHOT_COUNTS
-    """Shot counts training prompts are drawn from (default: 0, 2 and 4)."""
-    prompts_dir: str | None = None
-    judge_exemplars_dir: str | None = str(JUDGE_DIR / "exemplars")
-    progress: bool = True
+    out_dir: str = field(default="outputs/data", metadata={
+        "help": "output folder; replaced as a whole, and only if an earlier build wrote it (never a user's files)"})
+    mgente: str = field(default=str(SAMPLE_DIR), metadata={
+        "help": "mGeNTE: a folder of en-xx.tsv files, one TSV, or a hub id (FBK-MT/mGeNTE, gated: log in first)"})
+    langs: tuple[str, ...] = field(default=LANGUAGES, metadata={"help": "target languages (comma-separated)"})
+    seed: int = field(default=0, metadata={"help": "seed of the splits, the templated pairs and the prompt draws"})
+    test_fraction: float = field(default=0.2, metadata={
+        "help": "share of English sources held out for evaluation, in [0, 1)"})
+    dev_fraction: float = field(default=0.1, metadata={"help": "share of English sources kept for dev, in [0, 1)"})
+    templated_pairs: int = field(default=400, metadata={"help": "templated pairs to generate (0: none)"})
+    dpo_kinds: tuple[str, ...] = field(default=DPO_KINDS, metadata={
+        "help": f"kinds of preference pairs to write (comma-separated; known: {', '.join(DPO_KINDS)})"})
+    train_configs: tuple[str, ...] = field(default=CONFIGS, metadata={
+        "help": "prompt configurations training prompts are drawn from"})
+    train_shots: tuple[int, ...] = field(default=SHOT_COUNTS, metadata={
+        "help": "shot counts training prompts are drawn from"})
+    prompts_dir: str | None = field(default=None, metadata={
+        "help": "prompt texts: a folder with common.yaml and {lang}.yaml, or the mGeNTE release's "
+                "prompt_en-{lang}.yaml files (null: the bundled data/prompts)"})
+    judge_exemplars_dir: str | None = field(default=str(JUDGE_DIR / "exemplars"), metadata={
+        "help": "folder of the judge's {lang}.jsonl exemplars, whose sources are kept out of every split"})
+    progress: bool = field(default=True, metadata={"help": "show progress bars"})
     extra: dict = field(default_factory=dict)
+
+    def validate(self) -> BuildConfig:
+        """Refuse settings that would build something useless, with the key and the valid values named."""
+        bad = [lang for lang in self.langs if lang not in LANGUAGES]
+        if bad:
+            raise DataError(f"langs: unknown language(s) {bad}; valid: {', '.join(LANGUAGES)}")
+        if not self.langs:
+            raise DataError(f"langs selects no language; valid: {', '.join(LANGUAGES)}")
+        for key in ("test_fraction", "dev_fraction"):
+            if not 0 <= getattr(self, key) < 1:
+                raise DataError(f"{key} {getattr(self, key)} must be in [0, 1)")
+        if self.test_fraction + self.dev_fraction >= 1:
+            raise DataError("test_fraction + dev_fraction must stay below 1 (no room left for training rows)")
+        if self.templated_pairs < 0:
+            raise DataError(f"templated_pairs {self.templated_pairs} must be 0 (none) or a positive count")
+        unknown = [kind for kind in self.dpo_kinds if kind not in DPO_KINDS]
+        if unknown or not self.dpo_kinds:
+            raise DataError(f"dpo_kinds: unknown kind(s) {unknown or list(self.dpo_kinds)}; valid: {', '.join(DPO_KINDS)}")
+        _check_train_cells(self)
+        return self
 
 
 def judge_exemplar_sources(directory: str | Path | None, langs: Iterable[str]) -> dict[str, str]:
@@ -98,6 +126,7 @@ def _counts(rows: list[dict], *keys: str) -> dict[str, int]:
 def build_dataset(config: BuildConfig) -> dict:
     """Build everything into ``config.out_dir``; return the manifest. Raises DataError(s) before writing anything."""
     started = time.perf_counter()
+    config.validate()
     langs = tuple(config.langs)
     check_replaceable(config)
     entries = load_mgente(config.mgente, langs)
@@ -115,7 +144,6 @@ def build_dataset(config: BuildConfig) -> dict:
         pairs = generate_pairs(langs, max_pairs=config.templated_pairs, seed=config.seed)
         templated = split_entries(pairs_to_entries(pairs), config.seed, config.test_fraction, config.dev_fraction)
 
-    _check_train_cells(config)
     cells = {"configs": config.train_configs, "shots": config.train_shots}
     rows: dict[str, dict[str, list[dict]]] = {"sft": {}, "dpo": {}}
     for side in ("train", "dev", "test"):

@@ -15,8 +15,8 @@ The evaluation itself is pluggable, which is what "any backend" means here:
 - :func:`command_evaluator` runs a command template per checkpoint, without a shell (``{checkpoint}``,
   ``{run_dir}``, ``{step}``, ``{name}``, ``{queue}`` are filled into its arguments), e.g. ``eval/evaluate.py`` with a vLLM recipe in another
   environment, or a SLURM ``srun``;
-- :func:`recipe_evaluator` runs the evaluation core in-process from an evaluation recipe (any backend the recipe
-  names: transformers, vLLM, HTTP);
+- :func:`recipe_evaluator` runs ``gnt eval``'s pipeline in-process from an evaluation recipe: the steps it names
+  (grid, judge, xCOMET, attribution, templated suite, report) on any backend it names (transformers, vLLM, HTTP);
 - tests pass a plain function.
 """
 
@@ -292,22 +292,26 @@ def command_evaluator(template: str, *, out_dir: str | Path | None = None, timeo
 
 def recipe_evaluator(recipe: str | Path, out_dir: str | Path | None = None, overrides: Sequence[str] = (),
                      *, include_base: bool = True) -> Evaluator:
-    """Evaluate a checkpoint in-process with the evaluation core, from an evaluation recipe + ``key=value``
-    overrides (the backend is the recipe's). The base model is evaluated with the first checkpoint (later calls
-    find it in the generation cache)."""
-    from gnt.evaluation.config import load_eval_config
-    from gnt.evaluation.sweep import run_sweep
-    from gnt.recipe import parse_command_line
+    """Evaluate a checkpoint in-process as ``gnt eval`` would: the recipe's steps (grid only when it names none)
+    over that checkpoint, from an evaluation recipe + ``key=value`` overrides (the backend is the recipe's).
 
-    parsed = parse_command_line(list(overrides)).overrides
+    The recipe and its step settings are checked here, before any checkpoint is claimed. The base model is
+    evaluated with the first checkpoint; later calls find its files complete and skip it (or serve it from the
+    generation cache).
+    """
+    from gnt.evaluation.pipeline import load_pipeline
+
+    argv = [str(recipe), *overrides, *([f"out={out_dir}"] if out_dir is not None else [])]
+    load_pipeline(argv)  # a bad key fails now, not once per checkpoint
 
     def evaluate(item: QueueItem) -> dict:
-        config = load_eval_config(str(recipe), parsed, adapters=[str(item.path)],
-                                  out_dir=None if out_dir is None else str(out_dir))
-        config.include_base = include_base
-        config.progress = False
-        out = run_sweep(config)
-        return {"results": str(out)}
+        pipeline = load_pipeline(argv)
+        assert pipeline is not None  # argv holds no --help
+        pipeline.config.adapters = [*pipeline.config.adapters, str(item.path)]  # a list: a comma stays in the path
+        pipeline.config.include_base = include_base
+        pipeline.config.progress = False
+        outcomes = pipeline.run(say=log.info)
+        return {"results": str(pipeline.out), "steps": {o.step: o.status for o in outcomes}}
 
     return evaluate
 

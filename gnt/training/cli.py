@@ -18,7 +18,7 @@ usage: {script} RECIPE.yaml [--key value | --key=value | key=value ...] [--dry-r
   python train/{stage}.py recipes/{example}.yaml --dry-run             # print the resolved config, exit
 
 Recipe keys: TRL {config} and ModelConfig fields, plus the project keys (data_dir{extra}, wandb_project,
-wandb_group, wandb_tags, merge_adapter, ...). `--help-keys` lists them all.
+wandb_group, wandb_tags, merge_adapter, ...), listed below; `--help-keys` lists only their names.
 Exit status: 0 done, 2 recipe/data/setup error (one `error:` line), 1 unexpected failure.
 """
 
@@ -42,7 +42,10 @@ def main(stage: str, argv: Sequence[str] | None = None) -> int:
     try:
         cli = parse_command_line(argv)
         if cli.help:
-            print(usage(stage))
+            from gnt.cli.help import CONVENTION, keys_section
+            from gnt.training.config import stage_schema
+
+            print(f"{usage(stage)}\n{keys_section('keys', stage_schema(stage))}\n\n{CONVENTION}")
             return 0
         if cli.recipe is None:
             raise RecipeError(f"no recipe given\n{usage(stage)}")

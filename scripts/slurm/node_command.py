@@ -16,10 +16,9 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from gnt.training.launch import DEFAULT_CONFIG, NodeLaunch, node_command, shell_line, slurm_defaults
 
-from gnt.training.launch import DEFAULT_CONFIG, NodeLaunch, node_command, shell_line, slurm_defaults  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def parse(argv: list[str]) -> tuple[NodeLaunch, bool]:
