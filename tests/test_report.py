@@ -259,23 +259,25 @@ def test_paired_bootstrap_identical_and_different() -> None:
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
 
 
-def test_flatten_metrics_reads_stat_shapes() -> None:
+def test_flatten_metrics_reads_the_stat_shape_the_project_writes() -> None:
     from gnt.report.collect import flatten_metrics, parse_stat
 
     assert parse_stat(0.5) == (0.5, None, None, None)
     assert parse_stat({"value": 0.5, "ci": [0.4, 0.6], "n": 10}) == (0.5, 0.4, 0.6, 10)
-    assert parse_stat({"mean": 0.7, "lo": 0.6, "hi": 0.8}) == (0.7, 0.6, 0.8, None)
-    assert parse_stat({"value": None}) is None
+    assert parse_stat({"value": None, "ci": None, "n": 0}) is None
+    assert parse_stat({"mean": 0.7, "lo": 0.6, "hi": 0.8}) is None  # no producer writes this: not a stat
     rows = flatten_metrics({
-        "cells": {"it/G+S/4": {"n": 4, "label_accuracy": {"Set-N": {"value": 0.25, "ci": [0.0, 0.5]}}}},
-        "languages": [{"lang": "it", "xcomet": {"system": 0.81}}],
-        "overall": {"extraction_errors": {"n": 2, "rate": {"value": 0.1, "ci": [0, 0.2]}}},
+        "cells": {"it/G+S/4": {"n": 4, "label_accuracy": {"Set-N": {"value": 0.25, "ci": [0.0, 0.5], "n": 4}}}},
+        "languages": {"it": {"xcomet": {"matching": {"value": 0.81, "ci": [0.8, 0.82], "n": 4}}}},
+        "overall": {"extraction_errors": {"n": 2, "rate": {"value": 0.1, "ci": [0, 0.2], "n": 20}}},
+        "per_language": {"es": {"xcomet": {"matching": {"value": 0.5, "ci": [0.4, 0.6], "n": 4}}}},
     }, "m")
-    found = {(r.scope, r.lang, r.cell, r.metric, r.group): r.value for r in rows}
-    assert found[("cell", "it", "it/G+S/4", "label_accuracy", "Set-N")] == 0.25
-    assert found[("language", "it", None, "xcomet", None)] == 0.81  # "system" is read as the value
-    assert found[("overall", None, None, "extraction_errors", "n")] == 2
-    assert found[("overall", None, None, "extraction_errors", "rate")] == 0.1
+    found = {(r.scope, r.lang, r.cell, r.metric, r.group): (r.value, r.lo, r.hi) for r in rows}
+    assert found[("cell", "it", "it/G+S/4", "label_accuracy", "Set-N")] == (0.25, 0.0, 0.5)
+    assert found[("language", "it", None, "xcomet", "matching")] == (0.81, 0.8, 0.82)
+    assert found[("overall", None, None, "extraction_errors", "n")] == (2, None, None)
+    assert found[("overall", None, None, "extraction_errors", "rate")] == (0.1, 0, 0.2)
+    assert not any(r.lang == "es" for r in rows)  # a section name no producer writes is not guessed at
 
 
 def test_cli_writes_report_elsewhere_with_xcomet_and_validation(tmp_path: Path,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
-from gnt.report.collect import ModelResult, first
+from gnt.report.collect import ModelResult
 
 GENDERED, NEUTRAL = "GENDERED", "NEUTRAL"
 #: (metric, group) pairs the report tests; the same names as the metrics files use.
@@ -55,7 +55,7 @@ def _neutral(judgment: dict | None) -> bool | None:
     value = judgment.get("neutral")
     if isinstance(value, bool):
         return value
-    label = first(judgment, "label", "judge_label")
+    label = judgment.get("label")
     return None if not isinstance(label, str) or not label else label.upper() == "NEUTRAL"
 
 

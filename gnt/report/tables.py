@@ -246,20 +246,14 @@ def templated_rows(metrics: dict | None) -> list[dict[str, Any]]:
 
 
 def judge_validity(validation: dict) -> dict[str, Any]:
-    """The few numbers that say how far to trust a judge: its identity, accuracy, macro-F1 and κ where reported."""
-    from gnt.report.collect import first
+    """The few numbers that say how far to trust a judge: its identity, accuracy, macro-F1 and κ where reported.
 
+    A validation report (gnt.judge.validation) puts these at its top level, under these names, for readers like
+    this one.
+    """
     out: dict[str, Any] = {}
-    for label, names in (
-        ("judge", ("judge", "judge_model", "model", "judge.model", "judge.name")),
-        ("format", ("format", "judge_format", "judge.format")),
-        ("accuracy", ("accuracy", "overall.accuracy", "overall", "all.accuracy", "summary.accuracy")),
-        ("macro_f1", ("macro_f1", "overall.macro_f1", "summary.macro_f1", "binary.macro_f1")),
-        ("kappa", ("kappa", "cohen_kappa", "overall.kappa", "overall.cohen_kappa", "binary.kappa",
-                   "binary.cohen_kappa", "summary.kappa")),
-        ("n", ("n", "overall.n", "summary.n")),
-    ):
-        value = first(validation, *names)
+    for label in ("judge", "format", "accuracy", "macro_f1", "kappa", "n"):
+        value = validation.get(label)
         if value is None:
             continue
         if label in ("judge", "format"):
