@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gnt.evaluation.bootstrap import DEFAULT_ALPHA
 from gnt.filenames import (
     ATTRIBUTION_DIR,
     CACHE_DIR,
@@ -283,6 +284,16 @@ class Results:
     @property
     def cells(self) -> list[str]:
         return sorted({row.cell for row in self.metrics if row.cell}, key=_cell_order)
+
+    @property
+    def alpha(self) -> float:
+        """The alpha the metrics' intervals were computed with (their ``bootstrap`` block); the report's paired
+        tests and significance marks use the same one."""
+        for model in self.models:
+            recorded = ((model.metrics or {}).get("bootstrap") or {}).get("alpha")
+            if number(recorded) is not None:
+                return float(recorded)
+        return DEFAULT_ALPHA
 
     def has(self, metric: str) -> bool:
         return any(row.metric == metric for row in self.metrics)

@@ -237,11 +237,11 @@ def _headline_section(results: Results, samples: int, data: dict) -> list[Block]
     base = results.base
     blocks.append(Para(
         "Each value is the metric over all evaluated cells of the language, from the evaluator's metrics.json, "
-        "with its 95% bootstrap CI in brackets (percent; xCOMET on its 0–1 scale; extraction errors as count "
-        "and rate). " + (
+        f"with its {100 * (1 - results.alpha):g}% bootstrap CI in brackets (percent; xCOMET on its 0–1 scale; "
+        "extraction errors as count and rate). " + (
             f"▲ marks a checkpoint significantly better than `{base.name}` (higher accuracy, fewer extraction "
             "errors), ▼ significantly worse (paired bootstrap over the same rows and cells, Holm-adjusted within "
-            "the table, α = 0.05). Preference accuracy: the share of held-out preference pairs whose chosen answer "
+            f"the table, α = {results.alpha:g}). Preference accuracy: the share of held-out preference pairs whose chosen answer "
             "the model scores higher (mean log-probability per token) than the rejected one." if base else
             "No base model was evaluated, so no paired test against a base is possible."
         )
@@ -411,7 +411,7 @@ def _templated_vs_base(results: Results, data: dict) -> list[Block]:
     adjusted = holm([t[4]["p_value"] for t in tests])
     rows, data["templated_vs_base"] = [], []
     for (name, style, lang, statistic, result), p_adj in zip(tests, adjusted, strict=True):
-        mark = ("▲" if result["delta"] > 0 else "▼") if p_adj < 0.05 and result["delta"] else ""
+        mark = ("▲" if result["delta"] > 0 else "▼") if p_adj < results.alpha and result["delta"] else ""
         rows.append([name, style, lang, statistic, f"{result['base'] * 100:.1f}", f"{result['other'] * 100:.1f}",
                      f"{result['delta'] * 100:+.1f} [{result['ci'][0] * 100:+.1f}, {result['ci'][1] * 100:+.1f}]"
                      + (f" {mark} p={p_adj:.3f}" if mark else ""), str(result["n_pairs"])])
@@ -421,7 +421,7 @@ def _templated_vs_base(results: Results, data: dict) -> list[Block]:
         Heading(3, "Against the base model"),
         Para(f"N_amb (neutral translations of ambiguous inputs) and ΔN = N_amb − N_det of each checkpoint against "
              f"`{base.name}`, paired over the same suite pairs (percent; 95% CI of the difference; ▲ a significant "
-             "rise, ▼ a fall; Holm-adjusted over the table, α = 0.05)."),
+             f"rise, ▼ a fall; Holm-adjusted over the table, α = {results.alpha:g})."),
         Table(["model", "style", "lang", "statistic", "base", "model value", "difference", "pairs"], rows,
               name="templated-vs-base"),
     ]
