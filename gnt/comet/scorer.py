@@ -38,19 +38,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gnt.comet.env import ensure_comet_env, subprocess_env
 from gnt.evaluation.bootstrap import (
     DEFAULT_ALPHA,
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
     block_seed,
-    cluster_sums,
-    estimate,
-    ratio,
-    resampling_weights,
-    rounded,
+    mean_ci,
 )
 from gnt.filenames import CACHE_DIR, GENERATIONS, METRICS
 from gnt.filenames import XCOMET_CACHE as CACHE
@@ -270,15 +264,9 @@ def score_items(
 
 def _mean_ci(rows: Sequence[dict], field: str, name: str, n_boot: int, seed: int, alpha: float) -> dict:
     """Mean of ``field`` with a percentile bootstrap CI, rows resampled by (lang, id) as in the grid metrics."""
-    values = [(r[field], (r["lang"], r["id"])) for r in rows if r[field] is not None]
-    if not values:
-        return {"value": None, "ci": None, "n": 0}
-    per_record = np.array([[v, 1.0] for v, _ in values], dtype=float)
-    clusters = [c for _, c in values]
-    sums = cluster_sums(per_record, clusters)
-    result = estimate(sums, ratio, resampling_weights(sums.shape[0], n_boot, block_seed(seed, name, "xcomet")), alpha)
-    result["n"] = len(values)
-    return rounded(result)
+    scored = [r for r in rows if r[field] is not None]
+    return mean_ci([r[field] for r in scored], [(r["lang"], r["id"]) for r in scored], n_boot,
+                   block_seed(seed, name, "xcomet"), alpha)
 
 
 def _block(rows: Sequence[dict], name: str, n_boot: int, seed: int, alpha: float) -> dict:

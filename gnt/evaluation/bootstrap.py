@@ -92,6 +92,20 @@ def estimate(
     return {"value": float(point), "ci": [float(low), float(high)], "n": n}
 
 
+def mean_ci(values: Sequence[float], clusters: Sequence[Hashable], n_boot: int, seed: int,
+            alpha: float = DEFAULT_ALPHA) -> dict:
+    """Mean of one value per record with its percentile CI (clusters resampled), rounded; ``n`` counts records.
+
+    The shape of every rate and mean the results files hold (``{"value", "ci", "n"}``), for steps that score each
+    record with one number (xCOMET segment scores, won preference pairs).
+    """
+    per_record = np.array([[v, 1.0] for v in values], dtype=float).reshape(-1, 2)
+    sums = cluster_sums(per_record, clusters)
+    result = estimate(sums, ratio, resampling_weights(sums.shape[0], n_boot, seed), alpha)
+    result["n"] = len(values)
+    return rounded(result)
+
+
 def paired_bootstrap(
     a_correct: Sequence[float],
     b_correct: Sequence[float],

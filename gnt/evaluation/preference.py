@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from gnt.evaluation.bootstrap import cluster_sums, estimate, ratio, resampling_weights, rounded
+from gnt.evaluation.bootstrap import mean_ci
 from gnt.filenames import PREFERENCE as PREFERENCE  # re-exported: sweep.py and the report import it from here
 from gnt.filenames import PREFERENCE_CACHE
 from gnt.generation.base import Adapter, GenerationBackend
@@ -136,13 +136,8 @@ def preference_metrics(records: Sequence[dict], *, n_boot: int, seed: int, alpha
     """Preference accuracy overall, per kind and per language, with bootstrap CIs over rows (errors count as lost)."""
 
     def block(subset: Sequence[dict], name: str) -> dict:
-        clusters = [(r["lang"], r["id"]) for r in subset]
-        values = np.array([[float(bool(r["won"])), 1.0] for r in subset]).reshape(-1, 2)
-        sums = cluster_sums(values, clusters)
-        weights = resampling_weights(sums.shape[0], n_boot, int(hash_json([seed, name])[:8], 16))
-        result = estimate(sums, ratio, weights, alpha)
-        result["n"] = len(subset)
-        return rounded(result)
+        return mean_ci([float(bool(r["won"])) for r in subset], [(r["lang"], r["id"]) for r in subset], n_boot,
+                       int(hash_json([seed, name])[:8], 16), alpha)
 
     by_kind: dict[str, list[dict]] = defaultdict(list)
     by_lang: dict[str, list[dict]] = defaultdict(list)

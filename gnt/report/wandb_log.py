@@ -33,13 +33,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from gnt.filenames import RUN_RECORD
 from gnt.io import hash_json, read_json, write_json
 from gnt.report.collect import ModelResult, Results, collect, row_key
 from gnt.report.wandb_offline import offline_run_dirs, read_offline_run
 
 log = logging.getLogger(__name__)
 
-RUN_RECORD = "gnt_run.json"
 LEDGER = "wandb_eval_log.json"
 STEP_METRIC = "train/global_step"
 #: Metrics of metrics.json logged to W&B (per language and over all languages).
