@@ -14,7 +14,7 @@ code can be recognised.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, TypedDict
+from typing import Any, Generic, Literal, TypedDict, TypeVar
 
 # --- format tags: the value of each file's ``format`` field ---
 GENERATION_FORMAT = "gnt-align/eval-generation/1"
@@ -169,14 +169,26 @@ class JudgeBlock(TypedDict, total=False):
     validation: dict[str, Any]
 
 
-class Metrics(TypedDict, total=False):
+B = TypeVar("B")
+
+
+class Sections(TypedDict, Generic[B], total=False):
+    """Blocks per cell (``it/G+S/4``), per language and over everything, and the bootstrap that made their CIs.
+
+    metrics.json and xcomet_summary.json share this layout, so the xCOMET step can drop each of its blocks into
+    the ``xcomet`` slot of the metrics block of the same name.
+    """
+
+    cells: dict[str, B]
+    languages: dict[str, B]
+    overall: B
+    bootstrap: Bootstrap
+
+
+class Metrics(Sections[MetricsBlock], total=False):
     """A model folder's metrics.json: grid blocks, then what later steps merge in (preference, judge)."""
 
     format: str  # METRICS_FORMAT
-    cells: dict[str, MetricsBlock]
-    languages: dict[str, MetricsBlock]
-    overall: MetricsBlock
-    bootstrap: Bootstrap
     judged: bool
     model: str
     global_step: int | None
@@ -246,7 +258,7 @@ class XcometRow(TypedDict):
     failure: str | None
 
 
-class XcometSummary(TypedDict, total=False):
+class XcometSummary(Sections[XcometStats], total=False):
     """xcomet_summary.json: system means, per-cell means and metric-shaped blocks (gnt.comet.scorer)."""
 
     format: str  # XCOMET_SUMMARY_FORMAT
@@ -258,10 +270,6 @@ class XcometSummary(TypedDict, total=False):
     system_matching_scored_only: float | None
     system_ref_g_scored_only: float | None
     per_cell: dict[str, dict[str, Any]]
-    cells: dict[str, XcometStats]
-    languages: dict[str, XcometStats]
-    overall: XcometStats
-    bootstrap: Bootstrap
     model: str
     model_identity: str
     results: str

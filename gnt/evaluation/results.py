@@ -23,7 +23,7 @@ from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEE
 from gnt.filenames import GENERATION_CACHE as CACHE
 from gnt.filenames import GENERATIONS, METRICS, RECORD, SUMMARY
 from gnt.io import file_lock, read_json, read_jsonl, write_json
-from gnt.results_schema import SUMMARY_FORMAT, Metrics, Summary, SummaryEntry
+from gnt.results_schema import METRIC_SECTIONS, SUMMARY_FORMAT, EvalRecord, Metrics, Summary, SummaryEntry
 
 log = logging.getLogger("gnt.evaluation")
 #: Re-exported for the sweep, which imports the names from here.
@@ -93,7 +93,7 @@ def update_summary(out_dir: str | Path, entries: list[SummaryEntry]) -> Path:
 
 def recompute_metrics(
     folder: str | Path, judgments: Mapping[str, Mapping] | None = None, *, write: bool = True
-) -> dict:
+) -> Metrics:
     """Recompute a model folder's ``metrics.json`` from its generations (+ judgments keyed by record ``key``).
 
     The judge step calls this to fill ``gnt_accuracy`` and ``coherence``. Bootstrap settings come from the folder's
@@ -103,14 +103,14 @@ def recompute_metrics(
     from gnt.evaluation.metrics import compute_metrics
 
     folder = Path(folder)
-    record = read_json(folder / RECORD)
+    record: EvalRecord = read_json(folder / RECORD)
     recipe = record.get("eval_recipe", {})
     metrics = compute_metrics(
         load_generations(folder), judgments, n_boot=recipe.get("bootstrap_samples", DEFAULT_SAMPLES),
         seed=recipe.get("bootstrap_seed", DEFAULT_SEED), alpha=recipe.get("alpha", DEFAULT_ALPHA),
     )
     old = read_json(folder / METRICS) if (folder / METRICS).is_file() else {}
-    for group in ("cells", "languages"):
+    for group in METRIC_SECTIONS:
         for name, block in metrics[group].items():
             block["xcomet"] = old.get(group, {}).get(name, {}).get("xcomet")
     metrics["overall"]["xcomet"] = old.get("overall", {}).get("xcomet")
