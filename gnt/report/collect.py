@@ -461,7 +461,12 @@ def _sort_key(model: ModelResult) -> tuple:
 
 
 def find_judge_validation(directory: Path) -> list[tuple[Path, dict]]:
-    """Judge validation reports anywhere under the results folder (the judge's trust figures)."""
+    """Judge validation reports anywhere under the results folder (the judge's trust figures).
+
+    Found by name pattern, not by one fixed name: ``eval/judge.py validate`` writes its report wherever ``out``
+    says, so users keep them under names of their own. Their fields are the report's fixed headline keys
+    (:func:`gnt.report.tables.judge_validity`).
+    """
     found = []
     patterns = ("*judge*valid*.json", "validation*.json", "*validation.json")
     seen: set[Path] = set()
