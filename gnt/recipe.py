@@ -10,7 +10,8 @@ module adds over ``TrlParser``:
 - malformed YAML, duplicate keys and values of the wrong type are reported with the file and line;
 - values are coerced by the field's type (so ``1e-4`` is a float even though YAML 1.1 reads it as a string).
 
-Everything here is stdlib + PyYAML: the schema is built from whatever dataclasses the caller passes.
+The schema is built from whatever dataclasses the caller passes (TRL's own are plain dataclasses); values are
+converted by pydantic, parsed from YAML by PyYAML.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import functools
 import json
+import logging
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,6 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+
+log = logging.getLogger("gnt.recipe")
 
 EXIT_USAGE = 2
 """Exit status of every user-input error (recipe, data, adapter, capability), as argparse uses for bad usage."""
@@ -67,24 +73,41 @@ class RecipeSchema:
     description: str = ""
     """What the valid keys are, appended to unknown-key errors; by default the owning classes' names."""
 
+    renamed: dict[str, str] = field(default_factory=dict)
+    """Aliases that deserve a word to the user (a key renamed because it had two meanings): alias → message."""
+
     @classmethod
     def from_dataclasses(cls, classes: Sequence[type], **kwargs: Any) -> RecipeSchema:
-        """Collect the init fields of ``classes``; a name claimed by several classes keeps its first owner."""
+        """Collect the init fields of ``classes``; a name claimed by several classes keeps its first owner.
+
+        A class may carry ``RECIPE_RENAMED = {old: (new, why)}`` (a ClassVar): the old spelling is accepted as an
+        alias wherever the class is part of a recipe, and ``why`` is logged as a warning when it is used. Declaring it on the class
+        keeps every recipe kind that composes the class in step.
+        """
         keys: dict[str, KeySpec] = {}
+        aliases: dict[str, str] = {}
+        renamed: dict[str, str] = {}
         for klass in classes:
-            hints = typing.get_type_hints(klass)
+            for base in klass.__mro__:  # a subclass's renames win over those of the groups it is made of
+                for old, (new, why) in vars(base).get("RECIPE_RENAMED", {}).items():
+                    aliases.setdefault(old, new)
+                    renamed.setdefault(old, f"'{old}' is now '{new}': {why}")
+            hints = typing.get_type_hints(klass, include_extras=True)
             for f in dataclasses.fields(klass):
                 if not f.init or f.name.startswith("_") or f.name in keys:
                     continue
                 default = f.default
                 if default is dataclasses.MISSING:
                     default = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
-                choices = f.metadata.get("choices")
+                annotation = hints.get(f.name, Any)
+                choices = f.metadata.get("choices") or _literal_options(annotation)
                 keys[f.name] = KeySpec(
-                    f.name, klass.__name__, hints.get(f.name, Any), default,
+                    f.name, klass.__name__, annotation, default,
                     tuple(choices) if choices else None, str(f.metadata.get("help", "")),
                 )
         kwargs.setdefault("description", f"Recipe keys are the fields of {', '.join(k.__name__ for k in classes)}.")
+        kwargs["aliases"] = {**aliases, **kwargs.get("aliases", {})}
+        kwargs["renamed"] = {**renamed, **kwargs.get("renamed", {})}
         return cls(keys, **kwargs)
 
     def closest(self, key: str, n: int = 5) -> list[str]:
@@ -129,12 +152,14 @@ class RecipeSchema:
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Type coercion
+# Type coercion (pydantic does the conversion; this layer only reshapes what recipes write)
 # ------------------------------------------------------------------------------------------------------------------
 
-_TRUE = {"true", "yes", "on", "1"}
-_FALSE = {"false", "no", "off", "0"}
 _NONE = {"none", "null", "~", ""}
+_LAX = ConfigDict(coerce_numbers_to_str=True)  # `run_name: 123` is the string "123", as a user means it
+_PRIORITY = (bool, int, float, list, dict)
+"""Union members are tried in this order, then everything else: a recipe's ``"a,b"`` for ``list[str] | str`` is
+a list and ``'{"a": 1}'`` for ``dict | str`` is a mapping, which pydantic's own union order would keep as text."""
 
 
 def _members(annotation: Any) -> tuple[Any, ...]:
@@ -144,6 +169,23 @@ def _members(annotation: Any) -> tuple[Any, ...]:
     return (annotation,)
 
 
+def _unannotated(member: Any) -> Any:
+    """The type under ``Annotated[...]``; pydantic still applies the validators, this is only for classifying."""
+    return typing.get_args(member)[0] if typing.get_origin(member) is typing.Annotated else member
+
+
+def _bare(member: Any) -> Any:
+    """The class a member is checked as: ``list`` for ``list[str]``, ``Literal`` for ``Literal["a", "b"]``."""
+    member = _unannotated(member)
+    return typing.get_origin(member) or member
+
+
+def _literal_options(annotation: Any) -> tuple[Any, ...] | None:
+    """The options of a ``Literal`` key (also under ``Annotated``), so ``--help`` can list them like ``choices``."""
+    inner = _unannotated(annotation)
+    return typing.get_args(inner) if typing.get_origin(inner) is typing.Literal else None
+
+
 def _describe(annotation: Any) -> str:
     return str(annotation).replace("typing.", "").replace("<class '", "").replace("'>", "")
 
@@ -151,9 +193,10 @@ def _describe(annotation: Any) -> str:
 def coerce_value(value: Any, annotation: Any) -> Any:
     """Convert a YAML or command-line value to ``annotation`` (a dataclass field type); raise ValueError if it can't.
 
-    Strings are parsed by the target type, so command-line text and YAML 1.1 quirks (``1e-4`` read as a string)
-    end up as the number the user meant. The first member of a union that accepts the value wins, in the order
-    None, bool, int, float, list, dict, enum/Literal, str.
+    The conversion itself is pydantic's lax mode, so ``"1e-4"`` (a string in YAML 1.1) is the float the user meant
+    and ``"yes"`` is True. What recipes need beyond it is done first, in :func:`_reshape`: comma-separated lists,
+    ``null`` spelled as text, and YAML 1.1's unquoted ``no`` (a boolean) where a choice such as
+    ``eval_strategy: no`` is expected.
     """
     if annotation is Any:
         return value
@@ -170,88 +213,52 @@ def coerce_value(value: Any, annotation: Any) -> Any:
             return None
     order = sorted(
         (m for m in members if m is not type(None)),
-        key=lambda m: [bool, int, float, list, dict].index(typing.get_origin(m) or m)
-        if (typing.get_origin(m) or m) in (bool, int, float, list, dict) else 9,
+        key=lambda m: _PRIORITY.index(_bare(m)) if _bare(m) in _PRIORITY else len(_PRIORITY),
     )
+    reasons = []
     for member in order:
         try:
-            return _coerce_one(value, member)
-        except (TypeError, ValueError):
+            result = _adapter(member).validate_python(_reshape(value, member))
+        except ValidationError as exc:
+            reasons.append(exc.errors(include_url=False)[-1]["msg"])  # a float field: the float reason
             continue
-    raise ValueError(f"expected {_describe(annotation)}, got {value!r}")
+        except (TypeError, ValueError) as exc:
+            reasons.append(str(exc))
+            continue
+        return result.value if isinstance(result, enum.Enum) else result
+    why = f" ({reasons[0]})" if len(reasons) == 1 else ""
+    raise ValueError(f"expected {_describe(annotation)}, got {value!r}{why}")
 
 
-def _coerce_one(value: Any, member: Any) -> Any:
-    origin = typing.get_origin(member) or member
-    args = typing.get_args(member)
-    if member is Any:
-        return value
-    if origin is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
-        raise ValueError("not a boolean")
-    if origin is int:
-        if isinstance(value, bool):
-            raise ValueError("boolean for an integer")
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
-            return int(value.strip())
-        raise ValueError("not an integer")
-    if origin is float:
-        if isinstance(value, bool):
-            raise ValueError("boolean for a number")
-        if isinstance(value, (int, float)):
-            return value  # an int is a valid float (TrainingArguments reads 4 and 0.1 differently: steps vs ratio)
+def _reshape(value: Any, member: Any) -> Any:
+    """``value`` in the shape pydantic expects for ``member``, or ValueError where the recipe must be changed."""
+    bare = _bare(member)
+    if bare in (int, float) and isinstance(value, bool):
+        raise ValueError("a boolean where a number is expected")  # pydantic reads True as 1
+    if bare in (list, tuple, Sequence):
         if isinstance(value, str):
             text = value.strip()
-            try:
-                return int(text)
-            except ValueError:
-                return float(text)
-        raise ValueError("not a number")
-    if origin in (list, tuple, Sequence):
-        inner = args[0] if args else Any
-        if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                value = yaml.safe_load(text)
-            else:
-                value = [part.strip() for part in text.split(",") if part.strip()]
-        if not isinstance(value, (list, tuple)):
-            value = [value]
-        return [coerce_value(v, inner) for v in value]
-    if origin in (dict, Mapping):
-        if isinstance(value, str) and value.strip().startswith("{"):
-            value = json.loads(value) if value.strip().startswith('{"') else yaml.safe_load(value)
-        if isinstance(value, dict):
-            return value
-        raise ValueError("not a mapping")
-    if isinstance(value, bool) and (origin is typing.Literal or (isinstance(origin, type) and issubclass(origin, enum.Enum))):
-        value = "yes" if value else "no"  # YAML 1.1 reads an unquoted `eval_strategy: no` as False
-    if origin is typing.Literal:
-        for option in args:
-            if value == option or (isinstance(value, str) and str(option) == value):
-                return option
-        raise ValueError(f"not one of {args}")
-    if isinstance(origin, type) and issubclass(origin, enum.Enum):
-        if isinstance(value, origin):
-            return value.value
-        valid = [m.value for m in origin]
-        if value in valid:
-            return value
-        raise ValueError(f"not one of {', '.join(map(str, valid))}")
-    if origin is str:
-        if isinstance(value, (dict, list, bool)):
-            raise ValueError("not a string (quote it in YAML)")
-        return value if isinstance(value, str) else str(value)
-    if dataclasses.is_dataclass(origin) or isinstance(origin, type):
+            value = yaml.safe_load(text) if text.startswith("[") else [p.strip() for p in text.split(",") if p.strip()]
+        return value if isinstance(value, (list, tuple)) else [value]
+    if bare in (dict, Mapping) and isinstance(value, str) and value.strip().startswith("{"):
+        return json.loads(value) if value.strip().startswith('{"') else yaml.safe_load(value)
+    choice = bare is typing.Literal or (isinstance(bare, type) and issubclass(bare, enum.Enum))
+    if choice and isinstance(value, bool):
+        return "yes" if value else "no"  # YAML 1.1 reads an unquoted `eval_strategy: no` as False
+    if bare is str and isinstance(value, (dict, list, bool)):
+        raise ValueError("not a string (quote it in YAML)")
+    if not choice and bare not in (*_PRIORITY, str, Sequence, Mapping, tuple) and isinstance(bare, type):
         raise ValueError(f"{_describe(member)} cannot be set from a recipe")
     return value
+
+
+@functools.lru_cache(maxsize=512)
+def _adapter(member: Any) -> TypeAdapter:
+    """One cached validator per type; a float field keeps an integer (TrainingArguments reads 4 steps and 0.1 as
+    a ratio differently, so ``warmup_steps: 4`` must stay 4)."""
+    if _bare(member) is float:
+        member = int | float
+    return TypeAdapter(member, config=_LAX)
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -399,6 +406,8 @@ class ResolvedRecipe:
     values: dict[str, Any]
     sources: dict[str, str]
     overrides: list[str]
+    notes: list[str] = field(default_factory=list)
+    """Old key spellings that were accepted and renamed, with what to write instead (also logged as warnings)."""
 
     @property
     def name(self) -> str:
@@ -421,6 +430,15 @@ def resolve_recipe(
     """
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
+    notes: list[str] = []
+
+    def canonical(raw_key: str, where: str) -> str:
+        old = raw_key.replace("-", "_")
+        if old in schema.renamed:
+            notes.append(f"{where}: {schema.renamed[old]}")
+            log.warning("%s", notes[-1])
+        return schema.canonical(raw_key, where)
+
     for key, value in (defaults or {}).items():
         values[key] = schema.coerce(key, value, "default")
         sources[key] = "default"
@@ -428,17 +446,17 @@ def resolve_recipe(
         data, lines = load_yaml_mapping(path)
         for raw_key, value in data.items():
             where = f"{path}:{lines.get(raw_key, '?')}"
-            key = schema.canonical(raw_key, where)
+            key = canonical(raw_key, where)
             values[key] = schema.coerce(key, value, where)
             sources[key] = "recipe"
     applied = []
     for raw_key, value in overrides:
         where = f"override '{raw_key}'"
-        key = schema.canonical(raw_key, where)
+        key = canonical(raw_key, where)
         values[key] = schema.coerce(key, value, where)
         sources[key] = "override"
         applied.append(f"{key}={value if not isinstance(value, list) else ','.join(map(str, value))}")
-    return ResolvedRecipe(str(path) if path is not None else None, values, sources, applied)
+    return ResolvedRecipe(str(path) if path is not None else None, values, sources, applied, notes)
 
 
 def split_by_owner(recipe: ResolvedRecipe, schema: RecipeSchema) -> dict[str, dict[str, Any]]:

@@ -79,3 +79,148 @@ def test_discovery_names_steps_final_adapter_and_bases(tmp_path: Path) -> None:
     assert [m.name for m in discover_models([], [], "org/base")] == ["base"]
     with pytest.raises(RecipeError, match="no checkpoint"):
         discover_models([str(tmp_path / "extra")], [], None)
+
+
+# ------------------------------------------------------------------------------------ one config model, every kind
+
+JUDGE_RECIPES = sorted(RECIPES_DIR.glob("judge*.yaml"))
+
+
+@pytest.mark.parametrize("recipe", JUDGE_RECIPES, ids=[p.name for p in JUDGE_RECIPES])
+def test_every_judge_recipe_loads(recipe: Path) -> None:
+    from gnt.judge.config import load_judge_recipe
+
+    loaded = load_judge_recipe(recipe)
+    assert loaded.judge_config().max_retries == loaded.judge_retries and loaded.recipe == str(recipe)
+
+
+def test_eval_and_judge_take_the_same_backend_keys_with_the_same_defaults_and_meaning() -> None:
+    import dataclasses
+
+    from gnt.evaluation.config import SCHEMA as EVAL
+    from gnt.evaluation.config import EvalConfig
+    from gnt.judge.config import SCHEMA as JUDGE
+    from gnt.judge.config import JudgeRecipe
+    from gnt.settings import BackendSettings
+
+    names = [f.name for f in dataclasses.fields(BackendSettings)]
+    assert {"backend", "dtype", "device", "base_url", "api_key_env", "timeout_s", "http_retries", "concurrency"} <= set(names)
+    for name in names:
+        eval_key, judge_key = EVAL.keys[name], JUDGE.keys[name]
+        assert (eval_key.annotation, eval_key.default, eval_key.help) == (
+            judge_key.annotation, judge_key.default, judge_key.help), name
+        assert getattr(EvalConfig(), name) == getattr(JudgeRecipe(judge="lexical"), name), name
+
+
+def test_eval_and_judge_build_the_same_http_backend_from_the_same_keys() -> None:
+    from gnt.evaluation.config import load_eval_config
+    from gnt.generation.factory import make_backend as eval_backend
+    from gnt.judge.config import load_judge_recipe
+    from gnt.judge.config import make_backend as judge_backend
+
+    keys = [("backend", "http"), ("base_url", "http://127.0.0.1:9/v1"), ("served_model", "served"),
+            ("http_retries", "2"), ("concurrency", "3"), ("timeout_s", "7"), ("regex_field", "guided_regex")]
+    backends = [eval_backend(load_eval_config(None, keys), "org/base"),
+                judge_backend(load_judge_recipe(None, [("judge_model", "org/judge"), *keys]))]
+    try:
+        seen = [(b.base_url, b.model, b.max_retries, b.concurrency, b.timeout_s, b.regex_field) for b in backends]
+        assert seen[0] == seen[1] == ("http://127.0.0.1:9/v1", "served", 2, 3, 7.0, "guided_regex")
+    finally:
+        for backend in backends:
+            backend.close()
+
+
+def test_max_retries_keeps_its_old_meaning_in_each_kind_under_its_new_name(caplog) -> None:
+    from gnt.evaluation.config import load_eval_config
+    from gnt.judge.config import load_judge_recipe
+
+    with caplog.at_level("WARNING", logger="gnt.recipe"):
+        evaluation = load_eval_config(None, [("max_retries", "2")])
+        judge = load_judge_recipe(None, [("judge", "lexical"), ("max_retries", "1"), ("http_max_retries", "4")])
+    assert (evaluation.http_retries, judge.judge_retries, judge.http_retries) == (2, 1, 4)
+    assert judge.judge_config().max_retries == 1  # the re-asks, not the HTTP retries
+    assert "'max_retries' is now 'http_retries'" in caplog.text
+    assert "'max_retries' is now 'judge_retries'" in caplog.text
+    assert "'http_max_retries' is now 'http_retries'" in caplog.text
+
+
+def test_the_judge_chunk_size_is_the_judge_chunk_and_batch_size_the_backend_batch() -> None:
+    from gnt.judge.config import load_judge_recipe
+
+    recipe = load_judge_recipe(RECIPES_DIR / "judge-tiny.yaml", [("batch_size", "4"), ("chunk_size", "32")])
+    assert recipe.judge_config().chunk_size == 32 and recipe.batch_size == 4
+    assert not hasattr(recipe.judge_config(), "batch_size")
+
+
+def test_system_role_has_one_vocabulary_in_training_and_evaluation(tmp_path: Path) -> None:
+    from gnt.evaluation.config import load_eval_config
+    from gnt.training.config import load_recipe
+
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("system_role: no\n")  # YAML 1.1: an unquoted no is a boolean
+    assert load_eval_config(recipe).system_role == "merge"
+    assert [load_eval_config(None, [("system_role", v)]).system_role for v in ("yes", "keep", "auto")] == [
+        "keep", "keep", "auto"]
+    assert load_recipe("sft", str(RECIPES_DIR / "tiny.yaml"), [("system_role", "yes")]).values["system_role"] == "keep"
+    with pytest.raises(RecipeError, match="system_role"):
+        load_eval_config(None, [("system_role", "sometimes")])
+
+
+def test_a_wrong_typed_value_names_the_file_and_line_in_eval_and_judge(tmp_path: Path) -> None:
+    from gnt.evaluation.config import load_eval_config
+    from gnt.judge.config import load_judge_recipe
+
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("backend: http\nbase_url: http://x/v1\nconcurrency: many\n")
+    with pytest.raises(RecipeError, match=r"r\.yaml:3: concurrency: expected int, got 'many'"):
+        load_eval_config(recipe)
+    with pytest.raises(RecipeError, match=r"r\.yaml:3: concurrency: expected int, got 'many'"):
+        load_judge_recipe(recipe)
+    recipe.write_text("judge: lexical\ntimeout_s: true\n")
+    with pytest.raises(RecipeError, match=r"r\.yaml:2: timeout_s: expected float"):
+        load_judge_recipe(recipe)
+
+
+def test_an_eval_key_in_a_judge_recipe_is_refused_with_the_closest_keys() -> None:
+    from gnt.judge.config import load_judge_recipe
+
+    with pytest.raises(RecipeError, match="unknown key 'http_retry'.*Closest valid keys: http_retries"):
+        load_judge_recipe(None, [("judge", "lexical"), ("http_retry", "1")])
+
+
+def test_the_offline_aliases_work_in_every_recipe_kind(tiny_model_dir: Path, monkeypatch, capsys) -> None:
+    import gnt.models.tiny as tiny
+    from gnt.evaluation.config import load_eval_config
+    from gnt.judge.config import load_judge_recipe, make_backend
+    from gnt.templated_suite.run import load_config
+    from gnt.training.cli import main
+
+    monkeypatch.setattr(tiny, "default_cache_dir", lambda: tiny_model_dir.parent)
+    assert main("sft", [str(RECIPES_DIR / "tiny.yaml"), "data_dir=d", "output_dir=o", "--dry-run"]) == 0
+    assert load_eval_config(None, [("model", "gnt:tiny")]).model == "gnt:tiny"  # built by discovery, on use
+    assert load_config(None, [("model", "gnt:tiny")])[1].model == str(tiny_model_dir)
+    judge = load_judge_recipe(RECIPES_DIR / "judge-tiny.yaml", [("device", "cpu"), ("dtype", "float32")])
+    backend = make_backend(judge)
+    try:
+        # the recipe's backend keys reach the backend, and the alias names the offline folder (nothing downloaded)
+        assert (backend.model_name, backend.batch_size, backend.device, backend.dtype) == (
+            str(tiny_model_dir), 8, "cpu", "float32")
+    finally:
+        backend.close()
+    for load in (lambda: load_eval_config(None, [("model", "gnt:huge")]),
+                 lambda: load_judge_recipe(None, [("judge_model", "gnt:huge")]),
+                 lambda: load_config(None, [("model", "gnt:huge")])):
+        with pytest.raises(RecipeError, match="unknown model alias 'gnt:huge'; valid: gnt:tiny, gnt:smollm"):
+            load()
+    assert main("sft", [str(RECIPES_DIR / "tiny.yaml"), "model_name_or_path=gnt:huge", "--dry-run"]) == 2
+    assert "model_name_or_path: unknown model alias 'gnt:huge'" in capsys.readouterr().err
+
+
+def test_keys_carry_their_choices_and_help_for_the_generated_usage() -> None:
+    from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
+    from gnt.evaluation.config import SCHEMA as EVAL
+    from gnt.training.config import stage_schema
+
+    assert EVAL.keys["system_role"].choices == stage_schema("sft").keys["system_role"].choices == ("auto", "keep", "merge")
+    assert EVAL.keys["backend"].choices == ("transformers", "vllm", "http")
+    assert EVAL.keys["bootstrap_samples"].default == DEFAULT_SAMPLES and "bootstrap" in EVAL.keys["bootstrap_samples"].help

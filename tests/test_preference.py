@@ -146,12 +146,23 @@ def test_a_build_without_pairs_warns_instead_of_failing(eval_tiny_run: Path, tmp
     assert read_json(out / "base" / "metrics.json").get("preference_accuracy") is None
 
 
-def test_a_pair_budget_keeps_the_first_pairs_of_each_language_and_kind(eval_data_dir: Path) -> None:
+def test_a_pair_budget_takes_each_kind_from_both_sets_in_turn(eval_data_dir: Path) -> None:
     everything = load_pairs(eval_data_dir, "test", ["it", "es"])
     two = load_pairs(eval_data_dir, "test", ["it", "es"], per_kind=2)
     groups = {(p["lang"], p["kind"]) for p in everything}
     assert len(two) == sum(min(2, sum((p["lang"], p["kind"]) == g for p in everything)) for g in groups)
-    assert [p for p in everything if p in two] == two  # file order, first ones
+    assert two == load_pairs(eval_data_dir, "test", ["it", "es"], per_kind=2), "a fixed subset"
+    assert any(p["kind"] == "label_decision" and p["set"] == "Set-N" for p in two)
+    assert any(p["kind"] == "label_decision" and p["set"] == "Set-G" for p in two)
+    for group in groups:
+        sets_in_kind = {p["set"] for p in everything if (p["lang"], p["kind"]) == group}
+        chosen = [p for p in two if (p["lang"], p["kind"]) == group]
+        if len(sets_in_kind) == 2:
+            assert {p["set"] for p in chosen} == sets_in_kind, f"{group}: a small budget still covers both sets"
+        for name in sets_in_kind:  # within a set, the first pairs in file order
+            in_file = [p for p in everything if (p["lang"], p["kind"], p["set"]) == (*group, name)]
+            picked = [p for p in chosen if p["set"] == name]
+            assert in_file[: len(picked)] == picked
 
 
 def test_scores_with_a_shared_prompt_prefix_equal_those_without(tiny_model_dir: Path, eval_tiny_run: Path) -> None:

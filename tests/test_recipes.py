@@ -251,3 +251,24 @@ def test_values_with_another_meaning_or_a_late_crash_are_refused(override: str, 
     assert main("sft", [str(RECIPES_DIR / "tiny.yaml"), override, "--dry-run"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: ") and expected in err[-1]
+
+
+@pytest.mark.parametrize(
+    ("value", "annotation", "message"),
+    [
+        (True, int, "a boolean where a number is expected"),  # pydantic alone would read True as 1
+        ("fast", float | None, "expected float | None, got 'fast'"),
+        ([1, 2], str, "not a string"),
+        (4.5, int, "fractional part"),
+        ("fast", float, "unable to parse string as a number"),
+    ],
+)
+def test_values_that_do_not_fit_say_what_was_expected(value, annotation, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        coerce_value(value, annotation)
+
+
+def test_an_integer_for_a_float_field_stays_an_integer() -> None:
+    # TrainingArguments reads warmup_steps 4 (steps) and 0.4 (a ratio) differently
+    assert type(coerce_value("4", float)) is int and type(coerce_value(4, float | None)) is int
+    assert coerce_value(16, str) == "16"  # run_name: 16

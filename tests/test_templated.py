@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -150,11 +149,9 @@ def test_ambiguous_target_alternation_needs_a_neutral_option(tmp_path: Path):
         load_templates(path)
 
 
-def test_10k_pairs_fast_even_and_deterministic(pairs_10k):
-    start = time.perf_counter()
+def test_10k_pairs_even_and_deterministic(pairs_10k):
+    """(How long 10,000 pairs take is measured in bench/data_build.py, not asserted here.)"""
     again = generate_pairs(LANGUAGES, max_pairs=10_000, seed=0)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 5, elapsed
     assert len(again) == 10_000
     assert again == pairs_10k
     other = generate_pairs(LANGUAGES, max_pairs=10_000, seed=1)

@@ -133,6 +133,38 @@ def test_scripted_models_give_the_expected_metrics_and_a_rerun_generates_nothing
     assert json.loads(before)["styles"] == read_json(out / "base" / "templated" / "metrics.json")["styles"]
 
 
+def test_a_checkpoint_whose_every_generation_failed_fails_the_run_and_stays_out_of_the_summary(tmp_path, scripted_run):
+    from gnt.evaluation.sweep import GenerationFailure
+    from gnt.generation.base import Generation
+
+    references = _references(("it",), 3)
+    out = tmp_path / "eval"
+    suite, evaluation = load_config(
+        None, [("pairs_per_lang", 3), ("langs", "it"), ("bootstrap_samples", 20), ("plots", False),
+               ("progress", False), ("chunk_size", 100)],
+        runs=[str(scripted_run)], model="scripted", out_dir=str(out),
+    )
+    working = _reply_factory(references)
+
+    def reply(request: GenerationRequest):  # checkpoint-2's adapter does not load: every request of it fails
+        if request.adapter is not None and request.adapter.name.endswith("checkpoint-2"):
+            return Generation("", error="adapter failed to load")
+        return working(request)
+
+    with pytest.raises(GenerationFailure, match=r"sft/checkpoint-2 \(adapter failed to load\)"):
+        run_suite(suite, evaluation, backend_factory=lambda c, b, a: ScriptedBackend(reply))
+    failed = out / "sft" / "checkpoint-2" / "templated"
+    record = read_json(failed / "record.json")
+    assert record["status"] == "failed" and record["counts"]["failed"] == record["counts"]["requests"] > 0
+    assert not (failed / "metrics.json").exists() and not (failed / "outputs.jsonl").exists()
+    summary = read_json(out / "templated_suite" / "summary.json")
+    assert [m["name"] for m in summary["models"]] == ["base", "sft/checkpoint-1"]
+
+    run_suite(suite, evaluation, backend_factory=lambda c, b, a: ScriptedBackend(working))  # failures are retried
+    assert read_json(failed / "record.json")["status"] == "ok" and (failed / "metrics.json").is_file()
+    assert len(read_json(out / "templated_suite" / "summary.json")["models"]) == 3
+
+
 def test_suite_comes_from_the_runs_data_build_and_is_limited_per_template(tmp_path):
     data = tmp_path / "data"
     write_suite(generate_pairs(("it", "es"), max_pairs=200, seed=1), data / SUITE_FILE)

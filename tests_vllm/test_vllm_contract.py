@@ -27,13 +27,13 @@ def grid_requests(model_dir: Path, recipe: str = "eval-vllm.yaml") -> list[Gener
     from gnt.data.mgente import load_mgente
     from gnt.evaluation.config import load_eval_config
     from gnt.evaluation.discovery import discover_models
-    from gnt.evaluation.sweep import _ModelEvaluation
+    from gnt.evaluation.sweep import GridTask
     from gnt.prompts.grid import PromptGrid
 
     config = load_eval_config(RECIPES_DIR / recipe, model=str(model_dir))
     grid = PromptGrid(config.langs, config.prompts_dir, seed=config.grid_seed)
     entries = [e for lang in config.langs for e in [x for x in load_mgente(SAMPLE_DIR, (lang,))][:2]]
-    evaluation = _ModelEvaluation(config, grid, entries, config.cells())
+    evaluation = GridTask(config, grid, entries, config.cells())
     model = discover_models([], [], str(model_dir))[0]
     return [request for cell in config.cells() for _, _, request in evaluation.requests_for(model, cell, True)]
 

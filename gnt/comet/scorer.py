@@ -54,6 +54,7 @@ from gnt.filenames import XCOMET_SUMMARY as SUMMARY
 from gnt.io import hash_json, read_json, read_jsonl, write_json, write_jsonl
 from gnt.jsonl_cache import JsonlCache
 from gnt.results_schema import XCOMET_SUMMARY_FORMAT as SUMMARY_FORMAT
+from gnt.settings import BootstrapSettings
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
 EMPTY_TRANSLATION = "empty_translation"
@@ -118,7 +119,8 @@ class CometConfig:
         return self
 
 
-_PASSTHROUGH = frozenset({"bootstrap_samples", "bootstrap_seed", "alpha"})
+_PASSTHROUGH = frozenset(f.name for f in dataclasses.fields(BootstrapSettings))
+"""The bootstrap keys travel with the xCOMET settings (the summary's intervals) under their shared names."""
 
 
 def model_identity(model: str) -> str:

@@ -10,28 +10,48 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from gnt.data.entry import LANGUAGES
-from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
-from gnt.generation.base import DEFAULT_PREFIX_CACHING, DecodingParams
+from gnt.models.aliases import check_model_key
 from gnt.prompts.grid import CONFIGS, DEFAULT_SHOT_SEED, SHOT_COUNTS, Cell, grid_cells
 from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
+from gnt.settings import (
+    SYSTEM_ROLE_HELP,
+    BackendKind,
+    BackendSettings,
+    BootstrapSettings,
+    DecodingSettings,
+    OutputSettings,
+    SystemRole,
+    check_positive,
+    system_role_value,
+)
 
 if TYPE_CHECKING:
     from gnt.generation.base import GenerationBackend
 
-BackendKind = Literal["transformers", "vllm", "http"]
+__all__ = ["SCHEMA", "BackendKind", "EvalConfig", "load_eval_config", "system_role_for"]
 
 
 @dataclass
-class EvalConfig:
-    """Everything a sweep depends on; saved resolved in every model's ``record.json``."""
+class EvalConfig(BackendSettings, DecodingSettings, BootstrapSettings, OutputSettings):
+    """Everything a sweep depends on; saved resolved in every model's ``record.json``.
+
+    The backend, decoding, bootstrap and output keys come from the shared groups of :mod:`gnt.settings`; the
+    fields below are what only an evaluation has: what to evaluate, the prompt grid and the scale-out.
+    """
+
+    RECIPE_RENAMED: ClassVar[dict[str, tuple[str, str]]] = {
+        "max_retries": ("http_retries", "max_retries also named the judge's re-asks; HTTP retries are http_retries"),
+    }
 
     # what to evaluate
     runs: list[str] = field(default_factory=list, metadata={"help": "training output dirs (checkpoint-* inside)"})
     adapters: list[str] = field(default_factory=list, metadata={"help": "explicit adapter folders"})
-    model: str | None = field(default=None, metadata={"help": "base model (hub id or folder); else from the runs"})
+    model: str | None = field(
+        default=None, metadata={"help": "base model (hub id, folder, gnt:tiny or gnt:smollm); else from the runs"}
+    )
     include_base: bool = True
     mgente: str | None = field(default=None, metadata={"help": "rows: mGeNTE path or hub id (base-only sweeps)"})
     rows_per_lang: int | None = field(default=None, metadata={"help": "evaluate only the first N rows per language"})
@@ -47,7 +67,6 @@ class EvalConfig:
     preference_pairs_per_kind: int | None = field(
         default=None, metadata={"help": "score at most N held-out pairs per language and pair kind (null: all)"}
     )
-    out_dir: str = "outputs/eval"
     allow_leakage: bool = False
     # the grid (docs/prompt-grid.md)
     langs: list[str] = field(default_factory=lambda: list(LANGUAGES), metadata={"choices": LANGUAGES})
@@ -55,39 +74,8 @@ class EvalConfig:
     shots: list[int] = field(default_factory=lambda: list(SHOT_COUNTS), metadata={"choices": SHOT_COUNTS})
     grid_seed: int = DEFAULT_SHOT_SEED
     prompts_dir: str | None = None
-    system_role: Literal["auto", "yes", "no"] = "auto"
-    # decoding
-    max_new_tokens: int = DecodingParams.max_new_tokens
-    constrained: bool = True
-    # backend
-    backend: BackendKind = "transformers"
-    chunk_size: int = field(default=256, metadata={"help": "requests per backend call and per cache write"})
-    batch_size: int = 16
-    dtype: str = "auto"
-    device: str = "auto"
-    trust_remote_code: bool = False
-    cpu_threads: int | None = field(default=None, metadata={"help": "torch threads on CPU (process-wide); null: torch's"})
-    tensor_parallel_size: int = 1
-    max_loras: int = 4
-    max_lora_rank: int | None = None
-    max_model_len: int | None = None
-    gpu_memory_utilization: float = 0.9
-    enable_prefix_caching: bool = field(
-        default=DEFAULT_PREFIX_CACHING, metadata={"help": "reuse shared prompt prefixes (vLLM and transformers)"}
-    )
-    engine_extra: dict = field(default_factory=dict)
-    base_url: str | None = None
-    served_model: str | None = field(default=None, metadata={"help": "the base model's name on the HTTP server"})
-    api_key_env: str | None = None
-    concurrency: int = 8
-    timeout_s: float = 120.0
-    max_retries: int = 5
-    regex_field: Literal["structured_outputs", "guided_regex"] = "structured_outputs"
-    # statistics and output
-    bootstrap_samples: int = DEFAULT_SAMPLES
-    bootstrap_seed: int = DEFAULT_SEED
-    alpha: float = DEFAULT_ALPHA
-    progress: bool = True
+    system_role: SystemRole = field(default="auto", metadata={"help": SYSTEM_ROLE_HELP})
+    constrained: bool = field(default=True, metadata={"help": "decode under the grid's output-format regex"})
     # scale-out
     shard: str | None = field(
         default=None, metadata={"help": "i/n: generate worker i's share (0 <= i < n) into the cache; merge: build results"}
@@ -104,19 +92,12 @@ class EvalConfig:
         """Cross-key checks a type cannot express; raises RecipeError with what to change."""
         if not self.langs or not self.configs or not self.shots:
             raise RecipeError("langs, configs and shots must each select at least one value")
-        if self.backend == "http" and not self.base_url:
-            raise RecipeError("backend http needs base_url (e.g. http://localhost:8000/v1)")
-        if self.max_new_tokens < 1:
-            raise RecipeError(f"max_new_tokens must be at least 1 (got {self.max_new_tokens}); the grid's answers "
-                              "need about 256")
-        if self.chunk_size < 1 or self.batch_size < 1:
-            raise RecipeError("chunk_size and batch_size must be positive")
-        if self.preference_pairs_per_kind is not None and self.preference_pairs_per_kind < 1:
-            raise RecipeError("preference_pairs_per_kind must be positive (or null for all pairs)")
-        if self.rows_per_lang is not None and self.rows_per_lang < 1:
-            raise RecipeError("rows_per_lang must be positive (or null for all rows)")
-        if not 0 < self.alpha < 1:
-            raise RecipeError("alpha must be between 0 and 1")
+        self.system_role = system_role_value(self.system_role)
+        self.validate_backend()
+        self.validate_decoding()
+        self.validate_bootstrap()
+        check_positive(self, "preference_pairs_per_kind", "rows_per_lang")
+        check_model_key("model", self.model)
         from gnt.evaluation.shard import parse_shard
 
         parse_shard(self.shard)
@@ -144,7 +125,7 @@ def load_eval_config(
 
 
 def system_role_for(config: EvalConfig, backend: GenerationBackend) -> bool:
-    """Whether prompts get a system turn: the recipe's ``system_role`` (yes/no), or the backend's template (auto)."""
+    """Whether prompts get a system turn: the recipe's ``system_role`` (keep/merge), or the backend's template (auto)."""
     if config.system_role == "auto":
         return backend.supports_system_role()
-    return config.system_role == "yes"
+    return config.system_role == "keep"

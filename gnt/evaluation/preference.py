@@ -44,19 +44,30 @@ def load_pairs(
 ) -> list[dict]:
     """The held-out preference pairs of a data build (selected languages), or [] when the build has none.
 
-    ``per_kind`` keeps the first N pairs (file order) of each language and kind: a fixed, reproducible subset.
+    ``per_kind`` keeps N pairs of each language and kind, taken in turn from each mGeNTE set (Set-G, Set-N, Set-G,
+    ...) in file order: a fixed, reproducible subset. Taking the first N in file order would let one set fill a
+    kind that holds both (``label_decision`` opens with Set-G rows), so a small subset would measure one set only.
     """
     path = pairs_path(data_dir, split)
     if not path.is_file():
         return []
     wanted = set(langs)
-    taken: dict[tuple, int] = defaultdict(int)
-    pairs = []
+    if per_kind is None:
+        return [pair for pair in read_jsonl(path) if pair.get("lang") in wanted]
+    groups: dict[tuple, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for pair in read_jsonl(path):
-        group = (pair.get("lang"), pair.get("kind"))
-        if group[0] in wanted and (per_kind is None or taken[group] < per_kind):
-            taken[group] += 1
-            pairs.append(pair)
+        if pair.get("lang") in wanted:
+            groups[(pair.get("lang"), pair.get("kind"))][str(pair.get("set", ""))].append(pair)
+    pairs = []
+    for by_set in groups.values():
+        queues = [by_set[name] for name in sorted(by_set)]
+        taken, turn = 0, 0
+        while taken < per_kind and any(turn < len(q) for q in queues):
+            for queue in queues:
+                if turn < len(queue) and taken < per_kind:
+                    pairs.append(queue[turn])
+                    taken += 1
+            turn += 1
     return pairs
 
 

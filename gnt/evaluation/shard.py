@@ -13,6 +13,9 @@ only to the shared generation cache (appends are locked, see :mod:`gnt.evaluatio
 ``shards/<i>-of-<n>.json`` record. The merge is the ordinary sweep reading everything from the cache, refusing to
 generate: any missing generation (a shard that has not finished, or a failed request) is reported, with the
 shards that own it, and nothing is written. The last worker to finish runs the merge itself.
+
+Only the task's chunks and requests are used here (:class:`gnt.evaluation.driver.GenerationTask`), so any task of
+the driver could be split the same way; today the grid sweep is the one that is.
 """
 
 from __future__ import annotations
@@ -23,7 +26,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from tqdm.auto import tqdm
+
+from gnt.evaluation.cache import CachedBackend, GenerationCache
+from gnt.evaluation.discovery import ModelUnderTest
+from gnt.evaluation.driver import CounterWindow, FailureWatch, GenerationTask
 from gnt.io import read_json
 from gnt.recipe import RecipeError
 
@@ -75,6 +84,52 @@ class ChunkStream:
         owned = self.shard.owns(self.next_chunk)
         self.next_chunk += 1
         return owned
+
+
+def generate_share(
+    task: GenerationTask[Any], model: ModelUnderTest, backend: CachedBackend, system_role: bool,
+    stream: ChunkStream, *, progress: bool = False,
+) -> dict[str, int]:
+    """Generate this worker's chunks of the model (into the cache); return its counts.
+
+    An owned chunk is sent as the single-process run sends it: without the requests an earlier chunk of the
+    stream already holds (generated there, by whichever worker owns it) and, through the cache, without the
+    ones already generated.
+    """
+    chunks = requests = 0
+    window = CounterWindow(backend)
+    watch = FailureWatch(f"{model.name} [shard {stream.shard.name}]")
+    bar = tqdm(total=task.size(), desc=f"{model.name} [{stream.shard.name}]", unit="req", disable=not progress,
+               leave=False)
+    try:
+        for chunk in task.chunks(model, system_role):
+            requests_of_chunk = [task.request(item) for item in chunk]
+            keys = [r.key(backend.model_id) for r in requests_of_chunk]
+            if stream.take():
+                todo = [r for r, key in zip(requests_of_chunk, keys, strict=True) if key not in stream.seen]
+                chunks += 1
+                requests += len(chunk)
+                watch.see(backend.generate(todo) if todo else [])
+            stream.seen.update(keys)
+            bar.update(len(chunk))
+    finally:
+        bar.close()
+    return {"chunks": chunks, **window.counts(requests).to_json()}
+
+
+def missing_chunks(
+    task: GenerationTask[Any], model: ModelUnderTest, model_id: str, system_role: bool, cache: GenerationCache,
+    first_chunk: int,
+) -> tuple[int, set[int], int]:
+    """Requests of the model absent from the cache, the stream numbers of their chunks, and the next number."""
+    n_missing, numbers, number = 0, set(), first_chunk
+    for chunk in task.chunks(model, system_role):
+        absent = sum(task.request(item).key(model_id) not in cache for item in chunk)
+        if absent:
+            n_missing += absent
+            numbers.add(number)
+        number += 1
+    return n_missing, numbers, number
 
 
 def shard_record_path(out_dir: str | Path, shard: Shard) -> Path:

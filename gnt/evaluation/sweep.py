@@ -3,6 +3,8 @@
 Flow: discover models (base + ``checkpoint-*`` of the runs + explicit adapters) → load the rows → leakage guard
 (refuse before generating anything) → per base model, one backend; per model, per cell, requests sorted by prompt
 length and cut into fixed chunks → generation cache in front of the backend → records, metrics, run record.
+Everything but the grid's own requests, records and model folder is :mod:`gnt.evaluation.driver`'s, which the
+templated and WMT24 suites share; :class:`GridTask` is the grid plugged into it.
 
 The requests of a model form one stream, cell after cell, each cell's requests sorted by prompt length (all
 prompts of a cell share their long prefix, which vLLM's prefix cache and padding both like), cut into chunks of
@@ -22,16 +24,27 @@ import json
 import logging
 import socket
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
-
-from tqdm.auto import tqdm
+from typing import TypeVar
 
 from gnt.data.entry import Entry
 from gnt.evaluation.cache import CachedBackend, GenerationCache
-from gnt.evaluation.config import EvalConfig, system_role_for
-from gnt.evaluation.discovery import ModelUnderTest, discover_models
+from gnt.evaluation.config import EvalConfig
+from gnt.evaluation.discovery import ModelUnderTest
+from gnt.evaluation.driver import (
+    MAX_FAILED_CHUNKS,
+    BackendFactory,
+    GenerationFailure,
+    Outcome,
+    default_backend_factory,
+    discover,
+    for_each_model,
+    raise_if_failed,
+    run_models,
+    write_folder,
+)
 from gnt.evaluation.generation_records import RECORD_FORMAT, generation_record
 from gnt.evaluation.leakage import LeakageStatus, guard_leakage
 from gnt.evaluation.metrics import compute_metrics
@@ -43,15 +56,7 @@ from gnt.evaluation.preference import (
     preference_metrics,
     preference_records,
 )
-from gnt.evaluation.results import (
-    GENERATIONS,
-    METRICS,
-    RECORD,
-    cache_path,
-    headline,
-    model_dir,
-    update_summary,
-)
+from gnt.evaluation.results import cache_path, headline, model_dir, update_summary
 from gnt.evaluation.rows import load_rows
 from gnt.evaluation.shard import (
     MERGE,
@@ -59,13 +64,16 @@ from gnt.evaluation.shard import (
     ChunkStream,
     Shard,
     ShardsIncomplete,
+    generate_share,
     merge_lock,
+    missing_chunks,
     owners,
     parse_shard,
     shard_record_path,
     shard_records,
 )
-from gnt.generation.base import Constraint, DecodingParams, GenerationBackend, GenerationRequest
+from gnt.filenames import GENERATIONS, MANIFEST, METRICS, RECORD
+from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationRequest
 from gnt.io import hash_json, read_json, write_json, write_jsonl
 from gnt.output_format import output_regex
 from gnt.prompts.grid import Cell, GridPrompt, PromptGrid
@@ -73,25 +81,18 @@ from gnt.records import environment_record
 
 log = logging.getLogger("gnt.evaluation")
 
-BackendFactory = Callable[[EvalConfig, str, Sequence[str]], GenerationBackend]
+T = TypeVar("T")
 WorkItem = tuple[tuple[int, int], Entry, Cell, GridPrompt, GenerationRequest]
-MAX_FAILED_CHUNKS = 3
-"""Consecutive chunks whose every request failed before the sweep stops: a wrong model path or a dead server
-should cost a minute, not 72,000 recorded failures."""
+__all__ = ["MAX_FAILED_CHUNKS", "BackendFactory", "GenerationFailure", "run_sweep"]
 
 
-class GenerationFailure(RuntimeError):
-    """The backend failed every request of several consecutive chunks."""
+class GridTask:
+    """The grid plugged into the driver: renders one model's requests cell by cell and writes its folder.
 
+    Records are made in (cell, row) order; metrics are computed when the model is written.
+    """
 
-def _default_factory(config: EvalConfig, base_model: str, adapter_paths: Sequence[str]) -> GenerationBackend:
-    from gnt.generation.factory import make_backend
-
-    return make_backend(config, base_model, adapter_paths)
-
-
-class _ModelEvaluation:
-    """Renders the grid requests of one model and turns its generations into records (metrics are computed after)."""
+    label = "grid"
 
     def __init__(self, config: EvalConfig, grid: PromptGrid, entries: list[Entry], cells: list[Cell]) -> None:
         self.config = config
@@ -101,6 +102,12 @@ class _ModelEvaluation:
         self.params = DecodingParams(max_new_tokens=config.max_new_tokens)
         self.pairs: list[dict] = []  # held-out preference pairs (``preference: true``)
         self.score_cache: ScoreCache | None = None
+        # set by the sweep before each pass: what every model record shares
+        self.statuses: dict[str, LeakageStatus] = {}
+        self.rows_info: dict = {}
+        self.environment: dict = {}
+        self.sharded: dict[str, dict] | None = None
+        self.table: list[tuple[str, dict]] = []
 
     def requests_for(self, model: ModelUnderTest, cell: Cell, system_role: bool):
         constraint = Constraint("regex", output_regex(cell.lang)) if self.config.constrained else None
@@ -110,34 +117,31 @@ class _ModelEvaluation:
             prompt = self.grid.render(entry.source, cell, system_role)
             yield entry, prompt, GenerationRequest.from_messages(prompt.messages, model.adapter, constraint, self.params)
 
-    def run(self, model: ModelUnderTest, backend: CachedBackend, system_role: bool) -> list[dict]:
-        """Generate the model's requests as one stream of fixed chunks; records in (cell, row) order."""
-        records: dict[tuple[int, int], dict] = {}
-        bar = tqdm(total=self.total, desc=model.name, unit="gen", disable=not self.config.progress, leave=False)
-        failed_chunks = [0]
+    def size(self) -> int:
+        return self.total
 
-        def flush(chunk: list) -> None:
-            generations = backend.generate([item[4] for item in chunk])
-            if all(g.error is not None for g in generations):
-                failed_chunks[0] += 1
-                if failed_chunks[0] >= MAX_FAILED_CHUNKS:
-                    bar.close()
-                    raise GenerationFailure(
-                        f"{model.name}: every request of {MAX_FAILED_CHUNKS} consecutive chunks failed; first error: "
-                        f"{generations[0].error}"
-                    )
-            else:
-                failed_chunks[0] = 0
-            for (order, entry, cell, prompt, request), generation in zip(chunk, generations, strict=True):
-                key = request.key(backend.model_id)
-                records[order] = generation_record(entry, cell, prompt, key, generation, model.name)
-            bar.update(len(chunk))
-            bar.set_postfix(cached=backend.hits, generated=backend.misses, refresh=False)
+    @staticmethod
+    def request(item: WorkItem) -> GenerationRequest:
+        return item[4]
 
-        for chunk in self.chunks(model, system_role):
-            flush(chunk)
-        bar.close()
-        return [records[order] for order in sorted(records)]
+    @staticmethod
+    def order(item: WorkItem) -> tuple[int, int]:
+        return item[0]
+
+    @staticmethod
+    def record(model: ModelUnderTest, item: WorkItem, generation: Generation, model_id: str) -> dict:
+        _, entry, cell, prompt, request = item
+        return generation_record(entry, cell, prompt, request.key(model_id), generation, model.name)
+
+    def write(self, outcome: Outcome, backend: CachedBackend, system_role: bool) -> dict:
+        sharded = self.sharded.get(outcome.model.name) if self.sharded is not None else None
+        metrics, entry = _write_model(
+            self.config, outcome, backend, self, system_role, self.statuses[outcome.model.name], self.rows_info,
+            self.environment, sharded=sharded,
+        )
+        if metrics is not None:
+            self.table.append((outcome.model.name, metrics))
+        return entry
 
     @property
     def total(self) -> int:
@@ -160,57 +164,6 @@ class _ModelEvaluation:
         if pending:
             yield pending
 
-    def run_share(
-        self, model: ModelUnderTest, backend: CachedBackend, system_role: bool, stream: ChunkStream
-    ) -> dict[str, int]:
-        """Generate this worker's chunks of the model (into the cache); return its counts.
-
-        An owned chunk is sent as the single-process sweep sends it: without the requests an earlier chunk of the
-        stream already holds (generated there, by whichever worker owns it) and, through the cache, without the
-        ones already generated.
-        """
-        counts = {"chunks": 0, "requests": 0, "cache_hits": 0, "generated": 0, "failed": 0}
-        hits, misses, failures = backend.hits, backend.misses, backend.failures
-        bar = tqdm(total=self.total, desc=f"{model.name} [{stream.shard.name}]", unit="req",
-                   disable=not self.config.progress, leave=False)
-        failed_chunks = 0
-        for chunk in self.chunks(model, system_role):
-            keys = [item[4].key(backend.model_id) for item in chunk]
-            if stream.take():
-                todo = [item[4] for item, key in zip(chunk, keys, strict=True) if key not in stream.seen]
-                counts["chunks"] += 1
-                counts["requests"] += len(chunk)
-                generations = backend.generate(todo) if todo else []
-                if generations and all(g.error is not None for g in generations):
-                    failed_chunks += 1
-                    if failed_chunks >= MAX_FAILED_CHUNKS:
-                        bar.close()
-                        raise GenerationFailure(
-                            f"{model.name} [shard {stream.shard.name}]: every request of {MAX_FAILED_CHUNKS} "
-                            f"consecutive chunks failed; first error: {generations[0].error}"
-                        )
-                elif generations:
-                    failed_chunks = 0
-            stream.seen.update(keys)
-            bar.update(len(chunk))
-        bar.close()
-        counts.update(
-            cache_hits=backend.hits - hits, generated=backend.misses - misses, failed=backend.failures - failures
-        )
-        return counts
-
-    def missing(self, model: ModelUnderTest, model_id: str, system_role: bool, cache: GenerationCache,
-                first_chunk: int) -> tuple[int, set[int], int]:
-        """Requests of the model absent from the cache, the stream numbers of their chunks, and the next number."""
-        n_missing, chunks, number = 0, set(), first_chunk
-        for chunk in self.chunks(model, system_role):
-            absent = sum(item[4].key(model_id) not in cache for item in chunk)
-            if absent:
-                n_missing += absent
-                chunks.add(number)
-            number += 1
-        return n_missing, chunks, number
-
 
 def _run_record_summary(model: ModelUnderTest) -> dict:
     """The checkpoint's run record without its (long) list of training source keys."""
@@ -229,7 +182,7 @@ def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = No
     cache and raises :class:`ShardsIncomplete` (writing nothing) if any generation is missing.
     """
     started = time.perf_counter()
-    sweep = _Sweep(config, backend_factory or _default_factory)
+    sweep = _Sweep(config, backend_factory or default_backend_factory)
     mode = parse_shard(config.shard)
     if isinstance(mode, Shard):
         sweep.run_share(mode)
@@ -255,7 +208,7 @@ class _Sweep:
         self.config = config
         self.factory = factory
         self.out = Path(config.out_dir)
-        self.models = discover_models(config.runs, config.adapters, config.model, config.include_base)
+        self.models = discover(config)  # this order numbers the chunks of the stream: every worker must share it
         self.grid = PromptGrid(config.langs, config.prompts_dir, seed=config.grid_seed)
         self.entries, self.rows_info = load_rows(config, self.models, self.grid)
         self.cells = config.cells()
@@ -267,17 +220,14 @@ class _Sweep:
             "sweep: %d model(s) × %d cell(s) × %d row(s) → %s", len(self.models), len(self.cells), len(self.entries),
             self.out,
         )
-        self.evaluation = _ModelEvaluation(config, self.grid, self.entries, self.cells)
-        self.evaluation.pairs = _preference_pairs(config, self.rows_info)
-        self.evaluation.score_cache = ScoreCache(self.out / SCORE_CACHE)
-        self.by_base: dict[str, list[ModelUnderTest]] = {}
-        for model in self.models:  # this order numbers the chunks of the stream: every worker must share it
-            self.by_base.setdefault(model.base_model, []).append(model)
+        self.task = GridTask(config, self.grid, self.entries, self.cells)
+        self.task.pairs = _preference_pairs(config, self.rows_info)
+        self.task.score_cache = ScoreCache(self.out / SCORE_CACHE)
+        self.task.statuses, self.task.rows_info = self.statuses, self.rows_info
         self.cache = GenerationCache(cache_path(self.out))
 
-    def backend(self, base_model: str) -> CachedBackend:
-        group = self.by_base[base_model]
-        return CachedBackend(self.factory(self.config, base_model, [m.adapter.path for m in group if m.adapter]), self.cache)
+    def each_model(self, visit: Callable[[ModelUnderTest, CachedBackend, bool], T]) -> list[T]:
+        return for_each_model(self.config, self.models, self.factory, self.cache, visit)
 
     @property
     def work(self) -> str:
@@ -291,15 +241,12 @@ class _Sweep:
         started = time.perf_counter()
         stream = ChunkStream(shard)
         counts: dict[str, dict[str, int]] = {}
-        for base_model, group in self.by_base.items():
-            backend = self.backend(base_model)
-            try:
-                system_role = system_role_for(self.config, backend)
-                for model in group:
-                    counts[model.name] = self.evaluation.run_share(model, backend, system_role, stream)
-                    log.info("%s [shard %s]: %s", model.name, shard.name, counts[model.name])
-            finally:
-                backend.close()
+
+        def share(model: ModelUnderTest, backend: CachedBackend, system_role: bool) -> None:
+            counts[model.name] = generate_share(self.task, model, backend, system_role, stream, progress=self.config.progress)
+            log.info("%s [shard %s]: %s", model.name, shard.name, counts[model.name])
+
+        self.each_model(share)
         write_json(shard_record_path(self.out, shard), {
             "format": SHARD_FORMAT,
             "shard": shard.name,
@@ -317,31 +264,28 @@ class _Sweep:
         """Whether the cache (reloaded: other workers appended to it) holds every generation of the sweep.
 
         ``strict`` raises :class:`ShardsIncomplete` naming the models with missing generations and the shards
-        that own them; otherwise a worker just learns that others are still running.
+        that own them; otherwise a worker just learns that others are still running. The backends are lazy, so
+        this loads a tokenizer at most.
         """
         self.cache = GenerationCache(cache_path(self.out))
         missing: dict[str, int] = {}
-        missing_chunks: set[int] = set()
+        owed_chunks: set[int] = set()
         number = 0
-        for base_model, group in self.by_base.items():
-            backend = self.backend(base_model)  # lazy backends: this loads a tokenizer at most
-            try:
-                system_role = system_role_for(self.config, backend)
-                for model in group:
-                    absent, chunks, number = self.evaluation.missing(
-                        model, backend.model_id, system_role, self.cache, number
-                    )
-                    if absent:
-                        missing[model.name] = absent
-                        missing_chunks |= chunks
-            finally:
-                backend.close()
+
+        def check(model: ModelUnderTest, backend: CachedBackend, system_role: bool) -> None:
+            nonlocal number
+            absent, chunks, number = missing_chunks(self.task, model, backend.model_id, system_role, self.cache, number)
+            if absent:
+                missing[model.name] = absent
+                owed_chunks.update(chunks)
+
+        self.each_model(check)
         if not missing:
             return True
         if strict:
             records = shard_records(self.out, self.work)
             done = ", ".join(r["shard"] for r in records) or "none"
-            run = owners(missing_chunks, records)
+            run = owners(owed_chunks, records)
             per_model = ", ".join(f"{name}: {n}" for name, n in missing.items())
             raise ShardsIncomplete(
                 f"cannot merge {self.out}: {sum(missing.values())} generation(s) are not in the cache ({per_model}); "
@@ -354,36 +298,16 @@ class _Sweep:
 
     def evaluate(self, *, merged: bool = False) -> None:
         """The whole sweep (generating what the cache lacks), writing model folders and the summary."""
-        environment = environment_record()  # once per sweep: package metadata and a git call are not free
-        shards = _shard_counts(shard_records(self.out, self.work)) if merged else None
-        summary_entries, table = [], []
-        for base_model, group in self.by_base.items():
-            backend = self.backend(base_model)
-            try:
-                system_role = system_role_for(self.config, backend)
-                for model in group:
-                    metrics, entry = _evaluate_model(
-                        self.config, model, backend, self.evaluation, system_role, self.statuses[model.name],
-                        self.rows_info, self.grid, self.cells, environment,
-                        sharded=shards.get(model.name) if shards is not None else None,
-                    )
-                    summary_entries.append(entry)
-                    if metrics is not None:
-                        table.append((model.name, metrics))
-            finally:
-                backend.close()
+        self.task.environment = environment_record()  # once per sweep: package metadata and a git call are not free
+        self.task.sharded = _shard_counts(shard_records(self.out, self.work)) if merged else None
+        self.task.table = []
+        summary_entries = run_models(self.task, self.config, self.models, self.factory, self.cache)
         update_summary(self.out, summary_entries)
-        if self.config.progress and table:
+        if self.config.progress and self.task.table:
             from gnt.evaluation.table import print_metrics_table
 
-            print_metrics_table(table)
-        failed = [e for e in summary_entries if e.get("status") == "failed"]
-        if failed:
-            raise GenerationFailure(
-                f"{len(failed)} of {len(summary_entries)} model(s) failed, every generation in error: "
-                + "; ".join(f"{e['name']} ({e['error']})" for e in failed)
-                + ". Nothing of theirs was cached: rerun the same command to retry them"
-            )
+            print_metrics_table(self.task.table)
+        raise_if_failed(summary_entries)
 
 
 def _shard_counts(records: list[dict]) -> dict[str, dict]:
@@ -405,7 +329,7 @@ def _guarded_keys(config: EvalConfig, entries: list[Entry], rows_info: dict) -> 
     """
     keys = {e.source_key for e in entries}
     if config.split == "dev" and "data_dir" in rows_info:
-        manifest = read_json(Path(rows_info["data_dir"]) / "manifest.json")
+        manifest = read_json(Path(rows_info["data_dir"]) / MANIFEST)
         keys -= set(manifest.get("source_keys", {}).get("dev", []))
     return keys
 
@@ -466,58 +390,41 @@ def _kept_metrics(folder: Path, records: list[dict], config: EvalConfig, leakage
     return metrics
 
 
-def _evaluate_model(
+def _write_model(
     config: EvalConfig,
-    model: ModelUnderTest,
+    outcome: Outcome,
     backend: CachedBackend,
-    evaluation: _ModelEvaluation,
+    task: GridTask,
     system_role: bool,
     leakage: LeakageStatus,
     rows_info: dict,
-    grid: PromptGrid,
-    cells: list[Cell],
     environment: dict,
     *,
     sharded: dict | None = None,
 ) -> tuple[dict | None, dict]:
-    """Generate, score and record one model; metrics are None when every generation failed (a run error)."""
-    started = time.perf_counter()
-    hits, misses, failures = backend.hits, backend.misses, backend.failures
-    records = evaluation.run(model, backend, system_role)
-    counts = {
-        "requests": len(records),
-        "cache_hits": backend.hits - hits,
-        "generated": backend.misses - misses,
-        "failed": backend.failures - failures,
-    }
-    seconds = time.perf_counter() - started
-    log.info(
-        "%s: %d generations (%d from cache, %d generated, %d failed) in %.1fs",
-        model.name, counts["requests"], counts["cache_hits"], counts["generated"], counts["failed"], seconds,
-    )
+    """Score and record one model; metrics are None when every generation failed (a run error)."""
+    model, records, grid, cells = outcome.model, outcome.records, task.grid, task.cells
+    counts = outcome.counts.to_json()
     folder = model_dir(config.out_dir, model.name)
-    errors = [r["generation_error"] for r in records if r.get("generation_error") is not None]
-    failed = bool(records) and len(errors) == len(records)
-    metrics = None if failed else _kept_metrics(folder, records, config, leakage)
-    if failed:  # all-zero metrics would look like a result (to the report, the judge, xCOMET): only the record
-        log.error("%s: every one of %d generations failed (first error: %s)", model.name, len(records), errors[0])
-        (folder / GENERATIONS).unlink(missing_ok=True)
-        (folder / METRICS).unlink(missing_ok=True)
-    elif metrics is None:
-        metrics = compute_metrics(
-            records, n_boot=config.bootstrap_samples, seed=config.bootstrap_seed, alpha=config.alpha
-        )
-        metrics.update(model=model.name, global_step=model.global_step, leakage=leakage.to_json())
-        write_jsonl(folder / GENERATIONS, records)
-        write_json(folder / METRICS, metrics)
-    else:
-        log.info("%s: generations unchanged; metrics kept (with any judge/xCOMET results filled in)", model.name)
-    if evaluation.pairs and metrics is not None:
-        block = _preference(config, model, backend, evaluation, folder)
-        if block is not None and metrics.get("preference_accuracy") != block:
-            metrics["preference_accuracy"] = block
-            write_json(folder / METRICS, metrics)
-    status = {"status": "failed", "error": errors[0]} if failed else {"status": "ok"}
+    files: dict[str, Callable[[Path], object]] = {}
+    metrics = None  # every generation failed: all-zero metrics would look like a result, so only the record
+    if not outcome.failed:
+        metrics = _kept_metrics(folder, records, config, leakage)
+        if metrics is None:
+            metrics = compute_metrics(
+                records, n_boot=config.bootstrap_samples, seed=config.bootstrap_seed, alpha=config.alpha
+            )
+            metrics.update(model=model.name, global_step=model.global_step, leakage=leakage.to_json())
+            files[GENERATIONS] = lambda path: write_jsonl(path, records)
+            files[METRICS] = lambda path: write_json(path, metrics)
+        else:
+            log.info("%s: generations unchanged; metrics kept (with any judge/xCOMET results filled in)", model.name)
+        if task.pairs:
+            block = _preference(config, model, backend, task, folder)
+            if block is not None and metrics.get("preference_accuracy") != block:
+                metrics["preference_accuracy"] = block
+                files[METRICS] = lambda path: write_json(path, metrics)
+    status = {"status": "failed", "error": outcome.error} if outcome.failed else {"status": "ok"}
     record = {
         "format": "gnt-align/eval-record/1",
         **status,
@@ -526,7 +433,7 @@ def _evaluate_model(
         "model_id": backend.model_id,
         "global_step": model.global_step,
         "backend": backend.describe(),
-        "decoding": asdict(evaluation.params),
+        "decoding": asdict(task.params),
         "constraint": {c.lang: output_regex(c.lang) for c in cells} if config.constrained else None,
         "system_role": system_role,
         "grid": {
@@ -541,12 +448,12 @@ def _evaluate_model(
         "run_record": _run_record_summary(model),
         "eval_recipe": config.to_json(),
         "counts": counts,
-        "seconds": round(seconds, 3),
+        "seconds": round(outcome.seconds, 3),
         "environment": environment,
     }
     if sharded is not None:
         record["sharded"] = sharded  # counts of generation happened in the shards; this merge read the cache
-    write_json(folder / RECORD, record)  # last: a folder with a record is complete
+    write_folder(folder, files, record, remove=(GENERATIONS, METRICS) if outcome.failed else ())
     entry = {
         "name": model.name,
         "kind": model.kind,

@@ -1,136 +1,103 @@
-"""Build the generation backend an evaluation recipe names, for one base model.
+"""Build the generation backend a recipe names, for one base model: the one place that maps settings to backends.
 
 The recipe's ``backend`` key picks transformers (CPU/small GPU), vllm (GPU, LoRA per request) or http (an
-OpenAI-compatible server); the other keys are passed to that backend only. Imports are lazy: choosing the
-transformers backend never imports vLLM, and vice versa.
+OpenAI-compatible server); the other keys of :class:`~gnt.settings.BackendSettings` are passed to that backend
+only. Imports are lazy: choosing the transformers backend never imports vLLM, and vice versa.
 
-:func:`build_backend` takes plain keyword arguments and serves every recipe (evaluation and judge);
-:func:`make_backend` maps an :class:`~gnt.evaluation.config.EvalConfig` onto it.
+:func:`build_backend` serves every recipe kind (evaluation, templated suite, judge), so a backend key means the
+same thing in each; :func:`make_backend` adds what an evaluation recipe decides beyond the backend keys (the grid
+seed, the system turn, the cache identity of an HTTP model).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from gnt.generation.base import DEFAULT_PREFIX_CACHING, GenerationBackend
+from gnt.generation.base import GenerationBackend
 
 if TYPE_CHECKING:
     from gnt.evaluation.config import EvalConfig
+    from gnt.settings import BackendSettings
 
 
 def build_backend(
-    backend: str,
+    settings: BackendSettings,
     model: str,
     *,
     adapter_paths: Sequence[str] = (),
-    dtype: str = "auto",
-    device: str = "auto",
-    batch_size: int = 16,
-    max_loras: int = 4,
-    max_lora_rank: int | None = None,
-    trust_remote_code: bool = False,
-    cpu_threads: int | None = None,
-    tensor_parallel_size: int = 1,
-    max_model_len: int | None = None,
-    gpu_memory_utilization: float = 0.9,
-    enable_prefix_caching: bool = DEFAULT_PREFIX_CACHING,
     seed: int = 0,
-    engine_extra: dict[str, Any] | None = None,
-    base_url: str | None = None,
-    served_model: str | None = None,
-    api_key_env: str | None = None,
-    concurrency: int = 8,
-    timeout_s: float = 120.0,
-    max_retries: int = 5,
-    regex_field: str = "structured_outputs",
     system_role: bool = True,
     model_id: str | None = None,
 ) -> GenerationBackend:
-    """A ``backend`` ("transformers", "vllm" or "http") for ``model``; each backend takes only its own keys.
+    """The backend ``settings.backend`` for ``model``; each backend takes only its own keys.
 
     ``dtype="auto"`` means bfloat16 on vLLM; http serves ``served_model`` (else ``model``) from ``base_url``.
     ``enable_prefix_caching`` is vLLM's prefix caching and the transformers backend's shared-prefix reuse alike.
+    ``system_role`` tells the HTTP backend whether the server's template takes a system turn (local backends read
+    their own template).
     """
-    if backend == "transformers":
+    s = settings
+    if s.backend == "transformers":
         from gnt.generation.transformers_backend import TransformersBackend
 
         return TransformersBackend(
             model,
-            dtype=dtype,
-            device=device,
-            batch_size=batch_size,
-            max_loaded_adapters=max_loras,
-            trust_remote_code=trust_remote_code,
-            cpu_threads=cpu_threads,
+            dtype=s.dtype,
+            device=s.device,
+            batch_size=s.batch_size,
+            max_loaded_adapters=s.max_loras,
+            trust_remote_code=s.trust_remote_code,
+            cpu_threads=s.cpu_threads,
             model_id=model_id,
-            prefix_reuse=enable_prefix_caching,
+            prefix_reuse=s.enable_prefix_caching,
         )
-    if backend == "vllm":
+    if s.backend == "vllm":
         from gnt.generation.vllm_backend import VLLMBackend
 
         return VLLMBackend(
             model,
-            tensor_parallel_size=tensor_parallel_size,
-            dtype="bfloat16" if dtype == "auto" else dtype,
-            max_loras=max_loras,
-            max_lora_rank=max_lora_rank,
+            tensor_parallel_size=s.tensor_parallel_size,
+            dtype="bfloat16" if s.dtype == "auto" else s.dtype,
+            max_loras=s.max_loras,
+            max_lora_rank=s.max_lora_rank,
             adapter_paths=adapter_paths,
-            max_model_len=max_model_len,
-            gpu_memory_utilization=gpu_memory_utilization,
-            enable_prefix_caching=enable_prefix_caching,
+            max_model_len=s.max_model_len,
+            gpu_memory_utilization=s.gpu_memory_utilization,
+            enable_prefix_caching=s.enable_prefix_caching,
             seed=seed,
-            engine_extra=engine_extra,
+            engine_extra=s.engine_extra,
             model_id=model_id,
         )
-    if backend == "http":
+    if s.backend == "http":
         from gnt.generation.http_backend import HTTPBackend
 
         return HTTPBackend(
-            base_url or "",
-            served_model or model,
-            api_key_env=api_key_env,
-            concurrency=concurrency,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            regex_field=regex_field,
+            s.base_url or "",
+            s.served_model or model,
+            api_key_env=s.api_key_env,
+            concurrency=s.concurrency,
+            timeout_s=s.timeout_s,
+            max_retries=s.http_retries,
+            regex_field=s.regex_field,
             system_role=system_role,
             model_id=model_id,
         )
-    raise ValueError(f"unknown backend {backend!r}; expected transformers, vllm or http")
+    raise ValueError(f"unknown backend {s.backend!r}; expected transformers, vllm or http")
 
 
 def make_backend(config: EvalConfig, base_model: str, adapter_paths: Sequence[str] = ()) -> GenerationBackend:
-    """A backend for ``base_model`` configured from the recipe (``adapter_paths`` size vLLM's LoRA slots)."""
+    """A backend for ``base_model`` configured from an evaluation recipe (``adapter_paths`` size vLLM's LoRA slots)."""
     model_id = None
     if config.backend == "http":
         from gnt.generation.identity import model_identity
 
         model_id = f"{model_identity(base_model)}|http"
     return build_backend(
-        config.backend,
+        config,
         base_model,
         adapter_paths=adapter_paths,
-        dtype=config.dtype,
-        device=config.device,
-        batch_size=config.batch_size,
-        max_loras=config.max_loras,
-        max_lora_rank=config.max_lora_rank,
-        trust_remote_code=config.trust_remote_code,
-        cpu_threads=config.cpu_threads,
-        tensor_parallel_size=config.tensor_parallel_size,
-        max_model_len=config.max_model_len,
-        gpu_memory_utilization=config.gpu_memory_utilization,
-        enable_prefix_caching=config.enable_prefix_caching,
         seed=config.grid_seed,
-        engine_extra=config.engine_extra,
-        base_url=config.base_url,
-        served_model=config.served_model,
-        api_key_env=config.api_key_env,
-        concurrency=config.concurrency,
-        timeout_s=config.timeout_s,
-        max_retries=config.max_retries,
-        regex_field=config.regex_field,
-        system_role=config.system_role != "no",
+        system_role=config.system_role != "merge",
         model_id=model_id,
     )

@@ -20,6 +20,9 @@ The evaluator leaves ``<results>/<model>/generations.jsonl`` (one record per row
 Records with an extraction error are not judged (the metrics count them as failures). A ``judge_error`` leaves
 its record unjudged: the metrics leave it out of GNT accuracy and count it as ``n_unjudged``, and the summary
 counts it by kind, so a judge failure is never silently turned into a model failure or success.
+
+The loop over the folders is :func:`gnt.evaluation.driver.run_folders` (one batch over every folder's items, then
+each folder's files with ``judge_summary.json`` last); :class:`_JudgeTask` is the judge plugged into it.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any
 from gnt.data.entry import Entry
 from gnt.data.errors import DataError
 from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
+from gnt.evaluation.driver import run_folders
 from gnt.filenames import GENERATIONS, JUDGE_CACHE, JUDGMENTS, LEXICAL_JUDGMENTS, METRICS, RECORD
 from gnt.filenames import JUDGE_SUMMARY as SUMMARY
 from gnt.io import read_json, read_jsonl, write_json, write_jsonl
@@ -197,11 +201,11 @@ def _merge_metrics(new: dict[str, Any], old: Mapping[str, Any]) -> dict[str, Any
     return new
 
 
-def refill_metrics(
+def refilled_metrics(
     model_dir: Path, records: Sequence[Mapping[str, Any]], judgments: Mapping[str, Mapping[str, Any]],
     judge_block: dict[str, Any],
 ) -> dict[str, Any]:
-    """Recompute ``metrics.json`` with judgments, with the bootstrap settings it was computed with."""
+    """``metrics.json`` recomputed with judgments, with the bootstrap settings it was computed with (not written)."""
     from gnt.evaluation.metrics import compute_metrics
 
     path = model_dir / METRICS
@@ -216,7 +220,16 @@ def refill_metrics(
     )
     metrics = _merge_metrics(metrics, old)
     metrics["judge"] = judge_block
-    write_json(path, metrics)
+    return metrics
+
+
+def refill_metrics(
+    model_dir: Path, records: Sequence[Mapping[str, Any]], judgments: Mapping[str, Mapping[str, Any]],
+    judge_block: dict[str, Any],
+) -> dict[str, Any]:
+    """Recompute ``metrics.json`` with judgments and write it."""
+    metrics = refilled_metrics(model_dir, records, judgments, judge_block)
+    write_json(model_dir / METRICS, metrics)
     return metrics
 
 
@@ -244,6 +257,85 @@ def validation_figures(report: Mapping[str, Any], fmt: str) -> dict[str, Any]:
     return {}
 
 
+class _JudgeTask:
+    """The judge plugged into the folder driver: every folder's clean translations judged in one batch, then per
+    folder the judgments, the refilled metrics and ``judge_summary.json`` (its record, written last)."""
+
+    record_name = SUMMARY
+
+    def __init__(
+        self, llm: LLMJudge | None, lexical: LexicalJudge | None, by_row: Mapping[tuple[str, str], Entry] | None,
+        validation: Mapping[str, Any] | None, say: Callable[[str], None],
+    ) -> None:
+        self.llm, self.lexical, self.by_row, self.validation, self.say = llm, lexical, by_row, validation, say
+        self.llm_by_key: dict[str, Judgment] = {}
+        self.info = llm.describe() if llm is not None else LexicalJudge.describe()
+
+    @staticmethod
+    def load(name: str, folder: Path) -> list[dict]:
+        return read_jsonl(folder / GENERATIONS, skip_bad=True)
+
+    def run_batch(self, items: list[dict]) -> None:
+        """The LLM judge over the distinct clean translations of every folder (the lexical judge is per folder)."""
+        llm, say = self.llm, self.say
+        if llm is None:
+            return
+        records = [r for r in items if judgeable(r)]
+        judge_items = [judge_item(r, self.by_row) for r in records]
+        if llm.fmt.cross and any(not i.source for i in judge_items):
+            raise DataError("records without their source: a CROSS judge needs it (give the dataset with data=...)")
+        say(f"judging {len(judge_items)} translations with {llm.fmt.name} ({llm.model_id})")
+        judged = llm.judge(judge_items, progress=lambda done, total: say(f"  judged {done}/{total} distinct items"))
+        self.llm_by_key = {r["key"]: j for r, j in zip(records, judged, strict=True)}
+        say(f"  {llm.stats.cached} from cache, {llm.stats.judged} judged now, {llm.stats.errors} judge errors")
+
+    def score(self, name: str, folder: Path, records: list[dict]) -> tuple[dict[str, Callable[[Path], Any]], dict, dict]:
+        llm, lexical, fmt = self.llm, self.lexical, self.info["format"]
+        clean = [r for r in records if judgeable(r)]
+        lex = {r["key"]: lexical_judgment(r, lexical, self.by_row) for r in clean} if lexical is not None else {}
+        unannotated = sum(j.known_words == 0 for j in lex.values())
+        block: dict[str, Any] = {
+            "kind": self.info["kind"],
+            "format": fmt,
+            "judge_model": self.info["judge_model"],
+            "n_records": len(records),
+            "n_extraction_errors": len(records) - len(clean),
+        }
+        files: dict[str, Callable[[Path], Any]] = {}
+        if llm is not None:
+            own = [self.llm_by_key[r["key"]] for r in clean]
+            llm_rows = [_llm_record(r, j) for r, j in zip(clean, own, strict=True)]
+            files[JUDGMENTS] = lambda path: write_jsonl(path, llm_rows)
+            judgments = {r["key"]: {"neutral": j.neutral, "label": j.label} for r, j in zip(clean, own, strict=True) if j.ok}
+            block.update(
+                n_judged=len(judgments),
+                n_judge_errors=sum(not j.ok for j in own),
+                judge_errors_by_kind=dict(Counter(j.error_kind for j in own if not j.ok)),
+            )
+            if lexical is not None:
+                lexical_rows = [_lexical_record(r, lex[r["key"]]) for r in clean]
+                files[LEXICAL_JUDGMENTS] = lambda path: write_jsonl(path, lexical_rows)
+                pairs = [(self.llm_by_key[k].neutral, lex[k].neutral) for k in lex
+                         if self.llm_by_key[k].ok and lex[k].known_words]
+                block["agreement_lexical"] = {
+                    **binary_agreement([a for a, _ in pairs], [b for _, b in pairs]),
+                    "n_unannotated": unannotated,
+                }
+        else:
+            lexical_rows = [_lexical_record(r, lex[r["key"]]) for r in clean]
+            files[JUDGMENTS] = lambda path: write_jsonl(path, lexical_rows)
+            judgments = {k: {"neutral": j.neutral, "label": j.label} for k, j in lex.items()}
+            block.update(n_judged=len(judgments), n_judge_errors=0, judge_errors_by_kind={}, n_unannotated=unannotated)
+        if self.validation:
+            block["validation"] = validation_figures(self.validation, fmt)
+        metrics = refilled_metrics(folder, records, judgments, block)
+        files[METRICS] = lambda path: write_json(path, metrics)
+        self.say(f"{name}: {block['n_judged']} judged, {block['n_judge_errors']} judge errors, "
+                 f"{block['n_extraction_errors']} extraction errors")
+        record = {**block, "judge": self.info, "stats": llm.stats.to_dict() if llm else None}
+        return files, record, block
+
+
 def judge_results(
     results_dir: str | Path,
     *,
@@ -262,62 +354,6 @@ def judge_results(
     """
     if llm is None and lexical is None:
         raise ValueError("give an llm judge, a lexical judge, or both")
-    say = progress or (lambda _msg: None)
     by_row = {(e.lang, str(e.id)): e for e in entries} if entries is not None else None
-    folders = find_model_dirs(results_dir, models)
-    loaded = {name: read_jsonl(folder / GENERATIONS, skip_bad=True) for name, folder in folders}
-
-    llm_by_key: dict[str, Judgment] = {}
-    if llm is not None:
-        records = [r for rs in loaded.values() for r in rs if judgeable(r)]
-        items = [judge_item(r, by_row) for r in records]
-        if llm.fmt.cross and any(not i.source for i in items):
-            raise DataError("records without their source: a CROSS judge needs it (give the dataset with data=...)")
-        say(f"judging {len(items)} translations with {llm.fmt.name} ({llm.model_id})")
-        judged = llm.judge(items, progress=lambda done, total: say(f"  judged {done}/{total} distinct items"))
-        llm_by_key = {r["key"]: j for r, j in zip(records, judged, strict=True)}
-        say(f"  {llm.stats.cached} from cache, {llm.stats.judged} judged now, {llm.stats.errors} judge errors")
-
-    judge_info = llm.describe() if llm is not None else LexicalJudge.describe()
-    fmt = judge_info["format"]
-    summaries: dict[str, Any] = {}
-    for name, folder in folders:
-        records = loaded[name]
-        clean = [r for r in records if judgeable(r)]
-        lex = {r["key"]: lexical_judgment(r, lexical, by_row) for r in clean} if lexical is not None else {}
-        unannotated = sum(j.known_words == 0 for j in lex.values())
-        block: dict[str, Any] = {
-            "kind": judge_info["kind"],
-            "format": fmt,
-            "judge_model": judge_info["judge_model"],
-            "n_records": len(records),
-            "n_extraction_errors": len(records) - len(clean),
-        }
-        if llm is not None:
-            own = [llm_by_key[r["key"]] for r in clean]
-            write_jsonl(folder / JUDGMENTS, [_llm_record(r, llm_by_key[r["key"]]) for r in clean])
-            judgments = {r["key"]: {"neutral": j.neutral, "label": j.label} for r, j in zip(clean, own, strict=True) if j.ok}
-            block.update(
-                n_judged=len(judgments),
-                n_judge_errors=sum(not j.ok for j in own),
-                judge_errors_by_kind=dict(Counter(j.error_kind for j in own if not j.ok)),
-            )
-            if lexical is not None:
-                write_jsonl(folder / LEXICAL_JUDGMENTS, [_lexical_record(r, lex[r["key"]]) for r in clean])
-                pairs = [(llm_by_key[k].neutral, lex[k].neutral) for k in lex if llm_by_key[k].ok and lex[k].known_words]
-                block["agreement_lexical"] = {
-                    **binary_agreement([a for a, _ in pairs], [b for _, b in pairs]),
-                    "n_unannotated": unannotated,
-                }
-        else:
-            write_jsonl(folder / JUDGMENTS, [_lexical_record(r, lex[r["key"]]) for r in clean])
-            judgments = {k: {"neutral": j.neutral, "label": j.label} for k, j in lex.items()}
-            block.update(n_judged=len(judgments), n_judge_errors=0, judge_errors_by_kind={}, n_unannotated=unannotated)
-        if validation:
-            block["validation"] = validation_figures(validation, fmt)
-        refill_metrics(folder, records, judgments, block)
-        write_json(folder / SUMMARY, {**block, "judge": judge_info, "stats": llm.stats.to_dict() if llm else None})
-        summaries[name] = block
-        say(f"{name}: {block['n_judged']} judged, {block['n_judge_errors']} judge errors, "
-            f"{block['n_extraction_errors']} extraction errors")
-    return summaries
+    task = _JudgeTask(llm, lexical, by_row, validation, progress or (lambda _msg: None))
+    return run_folders(task, find_model_dirs(results_dir, models))

@@ -4,8 +4,9 @@ It speaks the project's recipe language (:mod:`gnt.recipe`): unknown keys fail a
 and values are coerced by type. The same keys serve ``eval/judge.py judge`` (judge an evaluation results folder)
 and ``eval/judge.py validate`` (validate a judge on references or a gold TSV).
 
-``judge_model`` accepts ``tiny`` (the offline tiny random model) and ``smollm`` (SmolLM2-135M from its wheel) as
-well as a hub id or folder, so CPU demos and tests need no download.
+``judge_model`` accepts the model aliases of every recipe (``gnt:tiny``, the offline tiny random model, and
+``gnt:smollm``, SmolLM2-135M from its wheel; bare ``tiny``/``smollm`` too) as well as a hub id or folder, so CPU
+demos and tests need no download.
 """
 
 from __future__ import annotations
@@ -13,50 +14,47 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from gnt.data.entry import LANGUAGES
-from gnt.generation.base import DEFAULT_PREFIX_CACHING
 from gnt.judge.llm_judge import JudgeConfig
 from gnt.judge.schema import DEFAULT_FORMAT, FORMAT_NAMES, judge_format
+from gnt.models.aliases import check_model_key
 from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
+from gnt.settings import BackendSettings, DecodingSettings
 
 
 @dataclass
-class JudgeRecipe:
-    """Everything a judge run depends on; saved resolved beside its outputs."""
+class JudgeRecipe(BackendSettings, DecodingSettings):
+    """Everything a judge run depends on; saved resolved beside its outputs.
 
+    The backend keys are the evaluation recipe's (:class:`gnt.settings.BackendSettings`), with the same names,
+    defaults and meanings; ``max_new_tokens`` and ``chunk_size`` have the judge's defaults (its replies are JSON
+    objects, longer than a translation).
+    """
+
+    RECIPE_RENAMED: ClassVar[dict[str, tuple[str, str]]] = {
+        "max_retries": ("judge_retries", "max_retries also named the evaluator's HTTP retries (now http_retries)"),
+    }
+
+    max_new_tokens: int = field(default=JudgeConfig.max_new_tokens, metadata={"help": "token cap per judge reply"})
+    chunk_size: int = field(
+        default=JudgeConfig.chunk_size, metadata={"help": "judge requests per backend call and per cache write"}
+    )
     judge: Literal["llm", "lexical", "recorded"] = field(
         default="llm",
         metadata={"help": "llm (default), lexical (offline), or recorded (validate: judge labels stored in the gold file)"},
     )
     format: str = field(default=DEFAULT_FORMAT, metadata={"help": f"one of {', '.join(FORMAT_NAMES)}"})
     formats: list[str] = field(default_factory=list, metadata={"help": "validate: formats to compare (or 'all')"})
-    # judge model and backend
-    judge_model: str | None = field(default=None, metadata={"help": "hub id, folder, 'tiny' or 'smollm'"})
-    backend: Literal["transformers", "vllm", "http"] = "transformers"
-    dtype: str = "auto"
-    device: str = "auto"
-    batch_size: int = 16
-    tensor_parallel_size: int = 1
-    max_model_len: int | None = None
-    gpu_memory_utilization: float = 0.9
-    enable_prefix_caching: bool = field(
-        default=DEFAULT_PREFIX_CACHING, metadata={"help": "reuse the shared prompt prefix (exemplars) across requests"}
-    )
-    base_url: str | None = None
-    served_model: str | None = None
-    api_key_env: str | None = None
-    concurrency: int = 8
-    timeout_s: float = 120.0
-    http_max_retries: int = 5
+    judge_model: str | None = field(default=None, metadata={"help": "hub id, folder, gnt:tiny or gnt:smollm"})
     # judging
-    max_retries: int = JudgeConfig.max_retries
+    judge_retries: int = field(
+        default=JudgeConfig.max_retries, metadata={"help": "asks again after a reply that does not parse (or a backend failure), each warmer"}
+    )
     temperature: float = JudgeConfig.temperature
     temperature_step: float = JudgeConfig.temperature_step
-    max_new_tokens: int = JudgeConfig.max_new_tokens
     seed: int = JudgeConfig.seed
-    chunk_size: int = field(default=JudgeConfig.batch_size, metadata={"help": "judge requests per backend call and per cache write"})
     schema_variant: Literal["auto", "full", "strict"] = JudgeConfig.schema_variant
     retry_errors: bool = JudgeConfig.retry_errors
     n_exemplars: int | None = JudgeConfig.n_exemplars
@@ -84,12 +82,12 @@ class JudgeRecipe:
     def judge_config(self, fmt: str | None = None) -> JudgeConfig:
         return JudgeConfig(
             format=judge_format(fmt or self.format).name,
-            max_retries=self.max_retries,
+            max_retries=self.judge_retries,
             temperature=self.temperature,
             temperature_step=self.temperature_step,
             max_new_tokens=self.max_new_tokens,
             seed=self.seed,
-            batch_size=self.chunk_size,
+            chunk_size=self.chunk_size,
             schema_variant=self.schema_variant,
             retry_errors=self.retry_errors,
             n_exemplars=self.n_exemplars,
@@ -105,19 +103,18 @@ class JudgeRecipe:
         except ValueError as exc:
             raise RecipeError(f"format: {exc}") from None
         if self.judge == "llm" and not self.judge_model and self.backend != "http":
-            raise RecipeError("an llm judge needs judge_model (a hub id, a folder, 'tiny' or 'smollm')")
-        if self.backend == "http" and self.judge == "llm" and not self.base_url:
-            raise RecipeError("backend http needs base_url (e.g. http://localhost:8000/v1)")
-        if self.max_new_tokens < 1:
-            raise RecipeError(f"max_new_tokens must be at least 1 (got {self.max_new_tokens})")
-        if self.max_retries < 0 or self.chunk_size < 1 or self.batch_size < 1:
-            raise RecipeError("max_retries must be >= 0 and chunk_size, batch_size positive")
+            raise RecipeError("an llm judge needs judge_model (a hub id, a folder, gnt:tiny or gnt:smollm)")
+        self.validate_backend(needs_server=self.judge == "llm")
+        self.validate_decoding()
+        if self.judge_retries < 0:
+            raise RecipeError(f"judge_retries must be >= 0 (got {self.judge_retries})")
         for name in self.formats:
             if name.lower() != "all":
                 try:
                     judge_format(name)
                 except ValueError as exc:
                     raise RecipeError(f"formats: {exc}") from None
+        check_model_key("judge_model", self.judge_model)
         return self
 
     def to_json(self) -> dict[str, Any]:
@@ -150,22 +147,4 @@ def make_backend(recipe: JudgeRecipe):
         model = recipe.judge_model or "judge"
     else:
         model = resolve_model_path(recipe.judge_model or "")
-    return build_backend(
-        recipe.backend,
-        model,
-        # the vLLM judge has always run in bfloat16 whatever ``dtype`` says ("auto" means bfloat16 there)
-        dtype="auto" if recipe.backend == "vllm" else recipe.dtype,
-        device=recipe.device,
-        batch_size=recipe.batch_size,
-        tensor_parallel_size=recipe.tensor_parallel_size,
-        max_model_len=recipe.max_model_len,
-        gpu_memory_utilization=recipe.gpu_memory_utilization,
-        enable_prefix_caching=recipe.enable_prefix_caching,
-        seed=recipe.seed,
-        base_url=recipe.base_url,
-        served_model=recipe.served_model,
-        api_key_env=recipe.api_key_env,
-        concurrency=recipe.concurrency,
-        timeout_s=recipe.timeout_s,
-        max_retries=recipe.http_max_retries,
-    )
+    return build_backend(recipe, model, seed=recipe.seed)

@@ -70,7 +70,8 @@ class JudgeConfig:
     max_temperature: float = 1.5
     max_new_tokens: int = 512
     seed: int = DecodingParams.seed
-    batch_size: int = 64
+    chunk_size: int = 64
+    """Requests per backend call and per cache write (the backend batches within a call by its own batch_size)."""
     schema_variant: Literal["auto", "full", "strict"] = "auto"
     retry_errors: bool = False
     n_exemplars: int | None = None
@@ -340,8 +341,8 @@ class LLMJudge:
             if attempt > 0:
                 stats.retried += len(pending)
             keys_now = list(pending)
-            for start in range(0, len(keys_now), self.config.batch_size):
-                batch = keys_now[start : start + self.config.batch_size]
+            for start in range(0, len(keys_now), self.config.chunk_size):
+                batch = keys_now[start : start + self.config.chunk_size]
                 requests = [self.request(unique[k], attempt) for k in batch]
                 generations = self._generate(requests)
                 stats.requests += len(requests)

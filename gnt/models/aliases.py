@@ -1,4 +1,4 @@
-"""Model aliases every command accepts: ``gnt:tiny`` and ``gnt:smollm`` name the offline models built on first use.
+"""Model aliases every recipe kind accepts: ``gnt:tiny`` and ``gnt:smollm`` name the offline models built on first use.
 
 Training, the evaluator, the templated suite and the judge all resolve a model spec through :func:`resolve_model`,
 so an alias that trains also evaluates and judges. The bare names ``tiny`` and ``smollm`` (what the CPU recipes
@@ -40,3 +40,13 @@ def resolve_model(spec: str) -> str:
 
         return str(ensure_smollm())
     return spec
+
+
+def check_model_key(key: str, spec: str | None) -> None:
+    """Fail at recipe load, naming the key, when ``spec`` is an unknown ``gnt:`` alias (the model is built later,
+    where it is loaded, so a dry run or a config check costs nothing)."""
+    if spec:
+        try:
+            alias_of(str(spec))
+        except RecipeError as exc:
+            raise RecipeError(f"{key}: {exc}") from None

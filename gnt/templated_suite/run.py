@@ -6,6 +6,9 @@ templates) → leakage guard → per base model one backend (:func:`gnt.generati
 sweep's shared generation cache (``<out>/cache/generations.jsonl``) → per model, per prompt style, per language:
 requests sorted by prompt length and cut into fixed chunks (so a resumed run sends the same batches and gets the
 same outputs) → classification → metrics → files. A rerun is served from the cache and generates nothing.
+All but the suite's own requests, classification and files is :mod:`gnt.evaluation.driver`'s (shared with the
+grid sweep): :class:`SuiteTask` is the suite plugged into it. A model whose every generation failed gets a record
+with ``status: failed`` and no metrics, stays out of the summary and makes the run fail (exit status 1).
 
 Prompt styles, both recorded with every output:
 
@@ -33,21 +36,29 @@ import json
 import logging
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
-
-from tqdm.auto import tqdm
 
 from gnt.data.entry import LANGUAGE_NAMES, source_key
 from gnt.data.templated import generate_pairs, read_suite, suite_records
 from gnt.evaluation.cache import CachedBackend, GenerationCache
-from gnt.evaluation.config import EvalConfig, system_role_for
-from gnt.evaluation.discovery import ModelUnderTest, discover_models
+from gnt.evaluation.config import EvalConfig, load_eval_config
+from gnt.evaluation.discovery import ModelUnderTest
+from gnt.evaluation.driver import (
+    BackendFactory,
+    Outcome,
+    default_backend_factory,
+    discover,
+    raise_if_failed,
+    run_models,
+    write_folder,
+)
 from gnt.evaluation.leakage import LeakageStatus, guard_leakage
 from gnt.evaluation.results import cache_path, model_dir
-from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationBackend, GenerationRequest
+from gnt.filenames import METRICS, RECORD, SUMMARY, TEMPLATED_SUITE
+from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationRequest
 from gnt.io import read_json, sha256_text, write_json, write_jsonl, write_text_atomic
 from gnt.output_format import extract, output_regex
 from gnt.prompts.grid import CONFIGS, SHOT_COUNTS, Cell, PromptGrid
@@ -67,13 +78,15 @@ log = logging.getLogger("gnt.templated_suite")
 
 STYLES: tuple[str, ...] = ("plain", "grid")
 PLAIN_PROMPT = "Translate the following English text into {lang_name}. Reply with the translation only.\n\n{source}"
-SUITE_FILE = Path("eval") / "templated_suite.jsonl"
+SUITE_FILE = TEMPLATED_SUITE
 SUBDIR = "templated"
+OUTPUTS = "outputs.jsonl"
+UNKNOWNS = "unknown.jsonl"
+UNKNOWN_FIELDS = ("style", "lang", "adjective", "variant", "source", "translation", "reason", "evidence")
+"""What ``unknown.jsonl`` keeps of an output: enough to review it and, if the form is valid, add it to extra_forms."""
 SUMMARY_DIR = "templated_suite"
 RECORD_FORMAT = "gnt-align/templated-record/1"
 SUMMARY_FORMAT = "gnt-align/templated-summary/1"
-
-BackendFactory = Callable[[EvalConfig, str, Sequence[str]], GenerationBackend]
 
 
 # ----------------------------------------------------------------------------------------------- configuration
@@ -111,25 +124,27 @@ SCHEMA = RecipeSchema.from_dataclasses([SuiteConfig, EvalConfig])
 def load_config(
     path: str | Path | None, overrides: Sequence[tuple[str, Any]] = (), **explicit: Any
 ) -> tuple[SuiteConfig, EvalConfig]:
-    """Recipe < ``key=value`` overrides < explicit flags, split into the suite's keys and the evaluation keys."""
+    """Recipe < ``key=value`` overrides < explicit flags, split into the suite's keys and the evaluation keys.
+
+    The recipe is checked against both key sets at once (so an unknown key names the closest of either); the
+    evaluation keys then go through :func:`load_eval_config`, which merges the flags as ``eval/evaluate.py`` does.
+    """
     resolved = resolve_recipe(path, overrides, SCHEMA)
-    values = dict(resolved.values)
-    for key, value in explicit.items():
-        if value is None or value == [] or value is False:
-            continue
-        key = SCHEMA.canonical(key, "command line")
-        if key in ("runs", "adapters") and values.get(key):
-            value = [*values[key], *value]
-        values[key] = SCHEMA.coerce(key, value, "command line")
-    resolved.values = values
     groups = split_by_owner(resolved, SCHEMA)
-    suite = SuiteConfig(**groups.get("SuiteConfig", {})).validate()
-    evaluation = EvalConfig(**groups.get("EvalConfig", {}), recipe=str(path) if path is not None else None)
+    suite_values = groups.get("SuiteConfig", {})
+    suite_keys = {f.name for f in fields(SuiteConfig)}
+    for key in [k for k in explicit if k in suite_keys]:
+        value = explicit.pop(key)
+        if value is not None:
+            suite_values[key] = SCHEMA.coerce(key, value, "command line")
+    suite = SuiteConfig(**suite_values).validate()
+    evaluation = load_eval_config(None, list(groups.get("EvalConfig", {}).items()), **explicit)
+    evaluation.recipe = str(path) if path is not None else None
     if evaluation.model:
         from gnt.models.aliases import resolve_model
 
         evaluation.model = resolve_model(evaluation.model)  # gnt:tiny / tiny → the offline model folder
-    return suite, evaluation.validate()
+    return suite, evaluation
 
 
 # ----------------------------------------------------------------------------------------------- the suite
@@ -226,10 +241,16 @@ class _Request:
     record: dict
     style: str
     request: GenerationRequest
+    order: tuple[int, int, int] = (0, 0, 0)  # (style, language, suite position): where its output line goes
 
 
-class SuiteRunner:
-    """Requests, generation and classification of the suite for one model (shared across models)."""
+class SuiteTask:
+    """The suite plugged into the evaluation driver: its requests, their classified outputs, the model folder.
+
+    Shared across models; :func:`run_suite` sets the leakage statuses and the suite's provenance before the run.
+    """
+
+    label = "templated"
 
     def __init__(
         self, config: SuiteConfig, evaluation: EvalConfig, records: list[dict], classifier: Classifier
@@ -240,6 +261,10 @@ class SuiteRunner:
         self.classifier = classifier
         self.grid = PromptGrid(sorted({r["lang"] for r in records}), evaluation.prompts_dir, seed=evaluation.grid_seed)
         self.params = DecodingParams(max_new_tokens=evaluation.max_new_tokens)
+        self.langs = list(dict.fromkeys(r["lang"] for r in records))
+        self.statuses: dict[str, LeakageStatus] = {}
+        self.suite_info: dict = {}
+        self.environment: dict = {}
 
     def cell(self, lang: str) -> Cell:
         """The grid cell whose prompt the ``grid`` style uses for ``lang``."""
@@ -249,6 +274,7 @@ class SuiteRunner:
         """One request per suite item of ``lang``, in suite order (the cache key follows from each request)."""
         out = []
         constraint = Constraint("regex", output_regex(lang)) if self.evaluation.constrained else None
+        position = (self.config.styles.index(style), self.langs.index(lang) if lang in self.langs else 0)
         for record in self.records:
             if record["lang"] != lang:
                 continue
@@ -257,32 +283,31 @@ class SuiteRunner:
             else:
                 prompt = self.grid.render(record["source"], self.cell(lang), system_role)
                 request = GenerationRequest.from_messages(prompt.messages, model.adapter, constraint, self.params)
-            out.append(_Request(record, style, request))
+            out.append(_Request(record, style, request, (*position, len(out))))
         return out
 
-    def run(self, model: ModelUnderTest, backend: CachedBackend, system_role: bool) -> list[dict]:
-        """Generate (or read from the cache) and classify every item for every style; items in suite order."""
-        langs = list(dict.fromkeys(r["lang"] for r in self.records))
-        total = len(self.records) * len(self.config.styles)
-        bar = tqdm(total=total, desc=f"{model.name} (templated)", unit="gen", disable=not self.evaluation.progress, leave=False)
-        items: list[dict] = []
-        for style in self.config.styles:
-            for lang in langs:
-                todo = self.requests(model, style, lang, system_role)
-                order = sorted(range(len(todo)), key=lambda i: (sum(len(c) for _, c in todo[i].request.messages), i))
-                results: dict[int, Generation] = {}
-                chunk_size = self.evaluation.chunk_size
-                for start in range(0, len(order), chunk_size):
-                    chunk = order[start : start + chunk_size]
-                    for index, generation in zip(chunk, backend.generate([todo[i].request for i in chunk]), strict=True):
-                        results[index] = generation
-                    bar.update(len(chunk))
-                for index, req in enumerate(todo):
-                    items.append(self.item(model, req, results[index], backend.model_id))
-        bar.close()
-        return items
+    def size(self) -> int:
+        return len(self.records) * len(self.config.styles)
 
-    def item(self, model: ModelUnderTest, req: _Request, generation: Generation, model_id: str) -> dict:
+    def chunks(self, model: ModelUnderTest, system_role: bool) -> Iterator[list[_Request]]:
+        """Per style, per language: the requests sorted by prompt length, cut into ``chunk_size`` chunks."""
+        chunk_size = self.evaluation.chunk_size
+        for style in self.config.styles:
+            for lang in self.langs:
+                todo = self.requests(model, style, lang, system_role)
+                todo.sort(key=lambda r: (sum(len(c) for _, c in r.request.messages), r.order))
+                for start in range(0, len(todo), chunk_size):
+                    yield todo[start : start + chunk_size]
+
+    @staticmethod
+    def request(item: _Request) -> GenerationRequest:
+        return item.request
+
+    @staticmethod
+    def order(item: _Request) -> tuple[int, int, int]:
+        return item.order
+
+    def record(self, model: ModelUnderTest, req: _Request, generation: Generation, model_id: str) -> dict:
         """The output record: the suite item, the raw output, what was read from it and its class with evidence."""
         record = req.record
         translation, label, error = read_output(generation, req.style, record["lang"])
@@ -309,21 +334,69 @@ class SuiteRunner:
             item["grid_label"] = label
         return item
 
+    def write(self, outcome: Outcome, backend: CachedBackend, system_role: bool) -> dict:
+        """Metrics, outputs, unknowns and the record (last) of one model; only the record when every item failed."""
+        model, items, evaluation, config = outcome.model, outcome.records, self.evaluation, self.config
+        leakage = self.statuses[model.name]
+        counts = {**outcome.counts.to_json(), "unknown": sum(i["label"] == UNKNOWN for i in items)}
+        log.info("%s: %d unknown of %d suite outputs", model.name, counts["unknown"], counts["requests"])
+        status = {"status": "failed", "error": outcome.error} if outcome.failed else {"status": "ok"}
+        record = {
+            "format": RECORD_FORMAT,
+            **status,
+            "model": model.describe(),
+            "model_id": backend.model_id,
+            "global_step": model.global_step,
+            "backend": backend.describe(),
+            "decoding": asdict(self.params),
+            "styles": config.styles,
+            "plain_prompt": PLAIN_PROMPT,
+            "grid": {
+                "cell": f"{config.grid_config}/{config.grid_shots}",
+                "constraint": evaluation.constrained,
+                "seed": evaluation.grid_seed,
+                "prompt_texts_hash": {lang: self.grid.texts[lang].content_hash for lang in self.grid.langs},
+            },
+            "system_role": system_role,
+            "suite": self.suite_info,
+            "extra_forms": config.extra_forms,
+            "leakage": leakage.to_json(),
+            "suite_config": asdict(config),
+            "eval_recipe": evaluation.to_json(),
+            "counts": counts,
+            "seconds": round(outcome.seconds, 3),
+            "environment": self.environment,
+        }
+        folder = model_dir(out_dir=evaluation.out_dir, name=model.name) / SUBDIR
+        files: dict[str, Callable[[Path], object]] = {}
+        if not outcome.failed:  # all-unknown metrics of a dead backend would look like a result
+            metrics = compute_metrics(
+                items, n_boot=evaluation.bootstrap_samples, seed=evaluation.bootstrap_seed, alpha=evaluation.alpha
+            )
+            metrics.update(model=model.name, global_step=model.global_step, leakage=leakage.to_json(),
+                           suite_sha256=self.suite_info["sha256"])
+            unknown = [{k: i[k] for k in UNKNOWN_FIELDS} for i in items if i["label"] == UNKNOWN]
+            files = {
+                OUTPUTS: lambda path: write_jsonl(path, items),
+                UNKNOWNS: lambda path: write_jsonl(path, unknown),
+                METRICS: lambda path: write_json(path, metrics),
+            }
+        write_folder(folder, files, record, remove=(OUTPUTS, UNKNOWNS, METRICS) if outcome.failed else ())
+        return {"name": model.name, "counts": counts, **status}
+
 
 # ----------------------------------------------------------------------------------------------- the run
-def _default_factory(config: EvalConfig, base_model: str, adapter_paths: Sequence[str]) -> GenerationBackend:
-    from gnt.generation.factory import make_backend
-
-    return make_backend(config, base_model, adapter_paths)
-
-
 def run_suite(
     config: SuiteConfig, evaluation: EvalConfig, *, backend_factory: BackendFactory | None = None
 ) -> Path:
-    """Evaluate every discovered model on the suite; return the folder with the cross-model summary."""
+    """Evaluate every discovered model on the suite; return the folder with the cross-model summary.
+
+    Raises :class:`~gnt.evaluation.driver.GenerationFailure` (after writing the summary of the others) when
+    every generation of a model failed.
+    """
     started = time.perf_counter()
     out = Path(evaluation.out_dir)
-    models = discover_models(evaluation.runs, evaluation.adapters, evaluation.model, evaluation.include_base)
+    models = discover(evaluation)
     records, suite_info = load_suite(config, evaluation, models)
     statuses = guard_leakage(
         models,
@@ -336,87 +409,15 @@ def run_suite(
         advice="use the data build's eval/templated_suite.jsonl",
     )
     extra: list[ExtraForm] = load_extra_forms(config.extra_forms) if config.extra_forms else []
-    runner = SuiteRunner(config, evaluation, records, Classifier(extra))
+    task = SuiteTask(config, evaluation, records, Classifier(extra))
+    task.statuses, task.suite_info, task.environment = statuses, suite_info, environment_record()
     log.info("templated suite: %d model(s) × %d style(s) × %d item(s) → %s", len(models), len(config.styles), len(records), out)
-
     cache = GenerationCache(cache_path(out))
-    factory = backend_factory or _default_factory
-    by_base: dict[str, list[ModelUnderTest]] = defaultdict(list)
-    for model in models:
-        by_base[model.base_model].append(model)
-    for base_model, group in by_base.items():
-        backend = CachedBackend(factory(evaluation, base_model, [m.adapter.path for m in group if m.adapter]), cache)
-        try:
-            system_role = system_role_for(evaluation, backend)
-            for model in group:
-                _evaluate_model(config, evaluation, runner, model, backend, system_role, statuses[model.name], suite_info)
-        finally:
-            backend.close()
+    entries = run_models(task, evaluation, models, backend_factory or default_backend_factory, cache)
     folder = write_summary(out, suite_info["sha256"], plots=config.plots)
     log.info("templated suite done in %.1fs", time.perf_counter() - started)
+    raise_if_failed(entries)
     return folder
-
-
-def _evaluate_model(
-    config: SuiteConfig,
-    evaluation: EvalConfig,
-    runner: SuiteRunner,
-    model: ModelUnderTest,
-    backend: CachedBackend,
-    system_role: bool,
-    leakage: LeakageStatus,
-    suite_info: dict,
-) -> None:
-    started = time.perf_counter()
-    hits, misses, failures = backend.hits, backend.misses, backend.failures
-    items = runner.run(model, backend, system_role)
-    counts = {
-        "requests": len(items),
-        "cache_hits": backend.hits - hits,
-        "generated": backend.misses - misses,
-        "failed": backend.failures - failures,
-        "unknown": sum(i["label"] == UNKNOWN for i in items),
-    }
-    log.info(
-        "%s: %d suite generations (%d cached, %d generated, %d failed), %d unknown",
-        model.name, counts["requests"], counts["cache_hits"], counts["generated"], counts["failed"], counts["unknown"],
-    )
-    metrics = compute_metrics(items, n_boot=evaluation.bootstrap_samples, seed=evaluation.bootstrap_seed, alpha=evaluation.alpha)
-    metrics.update(model=model.name, global_step=model.global_step, leakage=leakage.to_json(), suite_sha256=suite_info["sha256"])
-    folder = model_dir(out_dir=evaluation.out_dir, name=model.name) / SUBDIR
-    record = {
-        "format": RECORD_FORMAT,
-        "model": model.describe(),
-        "model_id": backend.model_id,
-        "global_step": model.global_step,
-        "backend": backend.describe(),
-        "decoding": asdict(runner.params),
-        "styles": config.styles,
-        "plain_prompt": PLAIN_PROMPT,
-        "grid": {
-            "cell": f"{config.grid_config}/{config.grid_shots}",
-            "constraint": evaluation.constrained,
-            "seed": evaluation.grid_seed,
-            "prompt_texts_hash": {lang: runner.grid.texts[lang].content_hash for lang in runner.grid.langs},
-        },
-        "system_role": system_role,
-        "suite": suite_info,
-        "extra_forms": config.extra_forms,
-        "leakage": leakage.to_json(),
-        "suite_config": asdict(config),
-        "eval_recipe": evaluation.to_json(),
-        "counts": counts,
-        "seconds": round(time.perf_counter() - started, 3),
-        "environment": environment_record(),
-    }
-    write_jsonl(folder / "outputs.jsonl", items)
-    write_jsonl(
-        folder / "unknown.jsonl",
-        [{k: i[k] for k in ("style", "lang", "adjective", "variant", "source", "translation", "reason", "evidence")}
-         for i in items if i["label"] == UNKNOWN],
-    )
-    write_json(folder / "metrics.json", metrics)
-    write_json(folder / "record.json", record)  # last: a folder with a record is complete
 
 
 # ----------------------------------------------------------------------------------------------- summary
@@ -430,10 +431,10 @@ def completed_models(out: str | Path, suite_sha256: str | None = None) -> list[d
     """Every model folder under ``out`` with a finished suite record (optionally: on this suite), in plot order."""
     out = Path(out)
     entries = []
-    for record_path in sorted(list(out.glob(f"*/{SUBDIR}/record.json")) + list(out.glob(f"*/*/{SUBDIR}/record.json"))):
+    for record_path in sorted(list(out.glob(f"*/{SUBDIR}/{RECORD}")) + list(out.glob(f"*/*/{SUBDIR}/{RECORD}"))):
         record = read_json(record_path)
-        if record.get("format") != RECORD_FORMAT:
-            continue
+        if record.get("format") != RECORD_FORMAT or record.get("status") == "failed":
+            continue  # a failed model has a record and nothing to summarise
         if suite_sha256 and record["suite"]["sha256"] != suite_sha256:
             continue
         folder = record_path.parent
@@ -455,7 +456,7 @@ def write_summary(out: str | Path, suite_sha256: str | None, *, plots: bool = Tr
     models = completed_models(out, suite_sha256)
     rows: list[dict] = []
     for entry in models:
-        metrics = read_json(out / entry["folder"] / "metrics.json")
+        metrics = read_json(out / entry["folder"] / METRICS)
         model_rows = tidy_rows(entry["name"], metrics, entry["global_step"])
         rows.extend(model_rows)
         entry["headline"] = {
@@ -463,7 +464,7 @@ def write_summary(out: str | Path, suite_sha256: str | None, *, plots: bool = Tr
             for r in model_rows
             if r["subset"] == "all" and r["metric"] in ("N_det", "delta_M", "delta_N", "unknown_amb")
         }
-    write_json(folder / "summary.json", {"format": SUMMARY_FORMAT, "suite_sha256": suite_sha256, "models": models})
+    write_json(folder / SUMMARY, {"format": SUMMARY_FORMAT, "suite_sha256": suite_sha256, "models": models})
     columns = ["model", "global_step", "style", "lang", "subset", "metric", "value", "ci_low", "ci_high", "n"]
     lines = ["\t".join(columns)] + [
         "\t".join("" if r[c] is None else str(r[c]) for c in columns) for r in rows

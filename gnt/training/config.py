@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gnt.models.aliases import check_model_key
 from gnt.recipe import RecipeError, RecipeSchema, ResolvedRecipe, resolve_recipe
+from gnt.settings import SYSTEM_ROLE_HELP, SystemRole, WandbSettings
 
 STAGES = ("sft", "dpo")
 
@@ -24,8 +26,9 @@ class TrainingError(RecipeError):
 
 
 @dataclass
-class ProjectArgs:
-    """gnt-align's own recipe keys (everything that is not a TRL or transformers field)."""
+class ProjectArgs(WandbSettings):
+    """gnt-align's own recipe keys (everything that is not a TRL or transformers field); the W&B keys are the
+    shared group of :mod:`gnt.settings`."""
 
     data_dir: str | None = field(
         default=None, metadata={"help": "Directory written by `python data/build.py --out DIR` (required)."}
@@ -34,20 +37,7 @@ class ProjectArgs:
         default=None, metadata={"help": "Use a seeded sample of at most N training rows (quick runs)."}
     )
     max_eval_samples: int | None = field(default=None, metadata={"help": "At most N dev rows for evaluation."})
-    system_role: str = field(
-        default="auto",
-        metadata={
-            "help": "Whether prompts keep their system turn: auto (probe the chat template), keep, or merge "
-            "(system text opens the first user turn, for templates without a system role such as Gemma 2).",
-            "choices": ["auto", "keep", "merge"],
-        },
-    )
-    wandb_project: str = field(default="gnt-align", metadata={"help": "W&B project (report_to: wandb)."})
-    wandb_entity: str | None = field(default=None, metadata={"help": "W&B entity (team or user)."})
-    wandb_group: str | None = field(
-        default=None, metadata={"help": "W&B group; default: the base model's short name, so SFT and DPO group."}
-    )
-    wandb_tags: list[str] = field(default_factory=list, metadata={"help": "W&B tags."})
+    system_role: SystemRole = field(default="auto", metadata={"help": SYSTEM_ROLE_HELP})
     eval_queue_dir: str | None = field(
         default=None,
         metadata={"help": "Copy every saved checkpoint (adapter, tokenizer, run record) into this queue for "
@@ -173,6 +163,7 @@ def build_setup(stage: str, recipe: ResolvedRecipe, *, dry_run: bool = False) ->
             raise RecipeError(f"{where}: '{required}' is required (add `{required}: ...` to the recipe or override it)")
     if stage == "sft" and not values.get("model_name_or_path"):
         raise RecipeError(f"{where}: 'model_name_or_path' is required (a hub id, a local folder, or gnt:tiny)")
+    check_model_key(f"{where}: model_name_or_path", values.get("model_name_or_path"))
     if stage == "dpo" and not values.get("sft_adapter"):
         raise RecipeError(f"{where}: 'sft_adapter' is required: the SFT run (or checkpoint) DPO starts from")
     if not values.get("use_peft", True):

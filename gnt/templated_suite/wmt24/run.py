@@ -10,6 +10,10 @@ Files written to ``<out>/wmt24/`` (other tools read these names)::
     leakage.json       suite adjectives in the project's templated data, and per checkpoint what it trained on
     ranking_<lang>.png systems and our checkpoints ranked by ΔN, with N_amb beside
     record.json        inputs (folder, lexicon files and hashes), options, segment count, systems skipped
+
+Our models (``--run``/``--adapter``/``--model``) are translated through :mod:`gnt.evaluation.driver`, like the
+grid sweep and the templated suite: one backend per base model, the results folder's generation cache (a rerun
+generates nothing), the same counters, and a run error when every generation of a model failed.
 """
 
 from __future__ import annotations
@@ -17,16 +21,28 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gnt.data.errors import DataError
+from gnt.evaluation.cache import CachedBackend, GenerationCache
 from gnt.evaluation.config import EvalConfig
 from gnt.evaluation.discovery import ModelUnderTest
+from gnt.evaluation.driver import (
+    BackendFactory,
+    Outcome,
+    default_backend_factory,
+    raise_if_failed,
+    run_models,
+)
+from gnt.evaluation.results import cache_path
+from gnt.filenames import LEAKAGE, RECORD, SUMMARY
+from gnt.generation.base import DecodingParams, Generation, GenerationRequest
 from gnt.io import sha256_text, write_json, write_jsonl, write_text_atomic
 from gnt.records import environment_record
 from gnt.templated_suite.classify import STRATEGIES, Classifier
+from gnt.templated_suite.run import plain_messages, read_output
 from gnt.templated_suite.wmt24.leakage import leakage_report
 from gnt.templated_suite.wmt24.lexicon import check_coverage, load_suite_lexicon
 from gnt.templated_suite.wmt24.reader import AMBIGUITIES, Segment, read_suite
@@ -40,12 +56,10 @@ from gnt.templated_suite.wmt24.score import (
     unknown_listing,
 )
 from gnt.templated_suite.wmt24.systems import (
-    BackendFactory,
     Translations,
     available_systems,
     read_outputs_file,
     read_wmt24_system,
-    translate_with_models,
 )
 
 log = logging.getLogger("gnt.templated_suite.wmt24")
@@ -116,6 +130,73 @@ def _tsv(columns: Sequence[str], rows: Sequence[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@dataclass
+class _SegmentRequest:
+    index: int
+    segment: Segment
+    request: GenerationRequest
+
+
+class Wmt24Task:
+    """Our models on the suite, plugged into the evaluation driver: each segment with the templated suite's
+    plain prompt, in suite order, through the results folder's generation cache (a rerun generates nothing).
+
+    The translations are scored with the WMT24 systems' afterwards, so a model's "folder" is its entry in
+    ``summary.json``: :meth:`write` returns the model's :class:`Translations`.
+    """
+
+    label = "wmt24"
+
+    def __init__(self, segments: Sequence[Segment], lang: str, evaluation: EvalConfig) -> None:
+        self.segments = list(segments)
+        self.lang = lang
+        self.chunk_size = evaluation.chunk_size
+        self.params = DecodingParams(max_new_tokens=evaluation.max_new_tokens)
+
+    def size(self) -> int:
+        return len(self.segments)
+
+    def chunks(self, model: ModelUnderTest, system_role: bool) -> Iterator[list[_SegmentRequest]]:
+        items = [
+            _SegmentRequest(i, s, GenerationRequest.from_messages(plain_messages(s.source, self.lang), model.adapter,
+                                                                  None, self.params))
+            for i, s in enumerate(self.segments)
+        ]
+        for start in range(0, len(items), self.chunk_size):
+            yield items[start : start + self.chunk_size]
+
+    @staticmethod
+    def request(item: _SegmentRequest) -> GenerationRequest:
+        return item.request
+
+    @staticmethod
+    def order(item: _SegmentRequest) -> int:
+        return item.index
+
+    def record(self, model: ModelUnderTest, item: _SegmentRequest, generation: Generation, model_id: str) -> dict:
+        translation, _, _ = read_output(generation, "plain", self.lang)
+        return {"seg_id": item.segment.seg_id, "translation": translation or ""}
+
+    def write(self, outcome: Outcome, backend: CachedBackend, system_role: bool) -> dict:
+        model = outcome.model
+        by_seg = {r["seg_id"]: r["translation"] for r in outcome.records}
+        info = model.describe() | {"model_id": backend.model_id, "backend": backend.describe()}
+        translations = Translations(model.name, "model", by_seg, model.base_model, model=info)
+        return {"name": model.name, "counts": outcome.counts.to_json(), "translations": translations}
+
+
+def translate_models(
+    segments: Sequence[Segment], lang: str, models: Sequence[ModelUnderTest], evaluation: EvalConfig,
+    backend_factory: BackendFactory | None = None,
+) -> list[Translations]:
+    """Every model's translations of the segments; a model whose every generation failed is a run error."""
+    cache = GenerationCache(cache_path(evaluation.out_dir))
+    task = Wmt24Task(segments, lang, evaluation)
+    entries = run_models(task, evaluation, models, backend_factory or default_backend_factory, cache)
+    raise_if_failed(entries)
+    return [e["translations"] for e in entries]
+
+
 def run_wmt24(
     options: Wmt24Options,
     *,
@@ -150,7 +231,7 @@ def run_wmt24(
     if models:
         if evaluation is None:
             raise ValueError("scoring models needs an evaluation config")
-        sources.extend(translate_with_models(segments, options.lang, models, evaluation, backend_factory))
+        sources.extend(translate_models(segments, options.lang, models, evaluation, backend_factory))
     if not sources:
         raise DataError("nothing to score: no system with outputs, no --outputs file, no model", suite.root)
 
@@ -185,7 +266,7 @@ def run_wmt24(
     write_text_atomic(folder / "summary.tsv", _tsv(SUMMARY_COLUMNS, summary))
     write_text_atomic(folder / "strategies.tsv", _tsv(STRATEGY_COLUMNS, strategies))
     write_jsonl(folder / "unknown.jsonl", unknown)
-    write_json(folder / "leakage.json", leakage)
+    write_json(folder / LEAKAGE, leakage)
     problems_path = folder / "parse_problems.tsv"
     if suite.problems:
         rows = [{"path": p.path, "line": p.line, "seg_id": p.seg_id, "reason": p.reason} for p in suite.problems]
@@ -199,7 +280,7 @@ def run_wmt24(
         entries = [(s.system, s.kind, {"pools": _pools(detailed[s.system])}) for s in sources]
         plot = str(plot_ranking(entries, options.lang, folder / f"ranking_{options.lang}.png"))
     totals = {"items": sum(d["n_items"] for d in detailed.values()), "unknown": sum(d["unknown"] for d in detailed.values())}
-    write_json(folder / "summary.json", {
+    write_json(folder / SUMMARY, {
         "format": SUMMARY_FORMAT,
         "lang": options.lang,
         "segments": {"in_folder": suite.total, "parsed": len(suite.segments), "scored": len(segments),
@@ -213,7 +294,7 @@ def run_wmt24(
         "skipped": skipped,
         "plot": plot,
     })
-    write_json(folder / "record.json", {
+    write_json(folder / RECORD, {
         "format": "gnt-align/wmt24-record/1",
         "options": asdict(options),
         "lexicon": {path: sha256_text(Path(path).read_text(encoding="utf-8")) for path in lexicon.paths},
