@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from gnt.filenames import SUMMARY
 from gnt.io import read_json
 
 
@@ -27,7 +28,7 @@ def wmt24_blocks(directory: Path, figures: Path, data: dict) -> list[Any]:
     """Heading, ranking table (by ΔN on omission), the ranking figure and the leakage note; [] without results."""
     from gnt.report.document import Heading, Image, Para, Table
 
-    path = directory / "wmt24" / "summary.json"
+    path = directory / "wmt24" / SUMMARY
     if not path.is_file():
         return []
     summary = read_json(path)
