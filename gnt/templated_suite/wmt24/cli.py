@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from gnt.data.errors import DataError, DataErrors
-from gnt.evaluation.cli import recipe_overrides, run_eval_main
-from gnt.recipe import RecipeError
+from gnt.evaluation.cli import run_eval_main
+from gnt.recipe import RecipeError, parse_command_line
 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
         from gnt.templated_suite.wmt24.run import Wmt24Options, run_wmt24
 
         wants_models = bool(args.run or args.adapter or args.model)
-        overrides = recipe_overrides(rest)
+        overrides = parse_command_line(rest).overrides
         if overrides and not wants_models:
             raise RecipeError(f"recipe keys ({', '.join(k for k, _ in overrides)}) only apply with --run/--model")
         evaluation, models = None, []
