@@ -72,6 +72,7 @@ class CometConfig:
     xcomet_model: str = DEFAULT_MODEL
     """Hub id (gated XCOMET models need an accepted licence + HF token), checkpoint file, or model folder."""
     xcomet_batch_size: int = 16
+    """Items per forward pass of the xCOMET model."""
     xcomet_gpus: int | None = None
     """CUDA devices for comet; None = every visible one (0 on a CPU machine); > 1 runs Lightning DDP."""
     xcomet_chunk_size: int = 50_000
@@ -81,7 +82,9 @@ class CometConfig:
     xcomet_auto_install: bool = True
     """Build the comet environment when it is missing (a few minutes, once); False fails with the command."""
     xcomet_timeout_s: float | None = None
+    """Seconds one runner call may take before it is stopped and reported (None: no limit)."""
     xcomet_progress: bool = False
+    """Show comet's own progress bars (off: one line per chunk)."""
 
     @classmethod
     def from_any(cls, config: Any = None) -> CometConfig:

@@ -101,12 +101,13 @@ class SuiteConfig:
     pairs_per_lang: int | None = field(
         default=None, metadata={"help": "evaluate at most N pairs per language (spread over templates)"}
     )
-    suite_seed: int = 0
-    styles: list[str] = field(default_factory=lambda: list(STYLES), metadata={"choices": STYLES})
-    grid_config: str = field(default="G+S", metadata={"choices": CONFIGS})
-    grid_shots: int = field(default=4, metadata={"choices": SHOT_COUNTS})
+    suite_seed: int = field(default=0, metadata={"help": "seed of the pair sample and its spread over templates"})
+    styles: list[str] = field(default_factory=lambda: list(STYLES), metadata={
+        "choices": STYLES, "help": "prompts: plain (translate only) and/or grid (the grid cell of grid_config/grid_shots)"})
+    grid_config: str = field(default="G+S", metadata={"choices": CONFIGS, "help": "grid style: prompt configuration"})
+    grid_shots: int = field(default=4, metadata={"choices": SHOT_COUNTS, "help": "grid style: demonstrations per prompt"})
     extra_forms: str | None = field(default=None, metadata={"help": "TSV of extra adjective forms (lang en form label strategy)"})
-    plots: bool = True
+    plots: bool = field(default=True, metadata={"help": "draw the suite's figures"})
 
     def validate(self) -> SuiteConfig:
         if not self.styles:
