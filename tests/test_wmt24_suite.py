@@ -19,6 +19,7 @@ from gnt.io import read_json, read_jsonl
 from gnt.paths import RECIPES_DIR
 from gnt.templated_suite.wmt24.align import quotations, slot_texts
 from gnt.templated_suite.wmt24.lexicon import LEXICON_DIR, load_suite_lexicon
+from gnt.templated_suite.wmt24.pairs import matched_pairs, paired_block
 from gnt.templated_suite.wmt24.predicate import read_predicate
 from gnt.templated_suite.wmt24.reader import ParseError, parse_segment, read_suite
 from gnt.templated_suite.wmt24.run import Wmt24Options, limit_segments, run_wmt24
@@ -147,6 +148,25 @@ def test_matched_pairs_and_their_counts_are_reported(tmp_path):
     assert [pair_key(segment, slot) for slot in segment.slots] == [
         "dialogue|tall|turn1|I|is", "dialogue|shy|turn1|you|is", "dialogue|shy|turn2|you|is",
         "dialogue|tall|turn2|I|is"]
+
+
+def test_every_matched_pair_weighs_the_same_whatever_its_number_of_items():
+    # Pair A (a gendered adjective) has three ambiguous items and one determined, pair B (an epicene one) the
+    # reverse. Pooled, N_amb = 1/4 and N_det = 3/4, a ΔN of -0.5 that only says which adjective is repeated; per
+    # pair nothing changes between the two sides, so ΔN is 0 on every resample.
+    def item(pair, variant, label):
+        return {"pair_id": pair, "variant": variant, "label": label,
+                "ambiguity": "omission" if variant == "ambiguous" else None}
+
+    items = ([item("A", "ambiguous", "M")] * 3 + [item("A", "determined", "M")]
+             + [item("B", "ambiguous", "N")] + [item("B", "determined", "N")] * 3
+             + [item("C", "ambiguous", "N")])  # no determined partner: not matched
+    chosen = matched_pairs(items, "omission")
+    assert {it["pair_id"] for it in chosen} == {"A", "B"}
+    block = paired_block(chosen, "t", 200, 0, 0.05)
+    assert block["n_pairs"] == 2 and block["classified"] == {"determined": 4, "ambiguous": 4}
+    assert block["ambiguous"]["N"]["value"] == block["determined"]["N"]["value"] == 0.5
+    assert block["delta"]["N"] == {"value": 0.0, "ci": [0.0, 0.0], "n": 2}
 
 
 @pytest.mark.parametrize(("text", "person", "expected"), [

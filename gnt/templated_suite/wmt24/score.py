@@ -11,13 +11,10 @@ when the slot's referent has a stated gender (the man / the woman / he / she) an
 
 Each item is classified with the templated suite's :class:`~gnt.templated_suite.classify.Classifier` on the
 stretch of the translation that renders its slot (:mod:`.align`); proportions are over classified items, unknowns
-are left out and counted. The rates, Δs and their CIs are :func:`gnt.templated_suite.metrics.block_metrics`
-(percentile bootstrap, the same code as the templated suite) over *matched pairs*: the suite comes in minimal
-pairs (same adjective in the same frame, its referent's gender determined in one segment and ambiguous in the
-other), so a slot's pair is its family, adjective, turn, person and polarity (:func:`pair_key`); a pool's
-figures are computed on the pairs that have at least one classified determined and one classified ambiguous
-item, and the bootstrap resamples those pairs, so both sides of a pair travel together and the Δ intervals are
-paired. Unpaired items are counted, not scored.
+are left out and counted. A pool's M/F/N rates, Δs and their CIs are computed on the suite's matched pairs
+(:mod:`.pairs`: the same adjective in the same frame, determined in one segment and ambiguous in its twin), each
+pair weighing the same, with a percentile bootstrap that resamples pairs, so the Δ intervals are paired. Unpaired
+items are counted, not scored. The strategy shares are over all classified determined items.
 
 An item the lexicon does not recognise is read from its predicate (:mod:`.predicate`, Spanish); what is still
 unknown is either a gap of ours (``no_form``, ``unaligned``, ``conflict``) or an output that holds no rendering of
@@ -42,9 +39,10 @@ from gnt.templated_suite.classify import (
     looks_untranslated,
     normalise,
 )
-from gnt.templated_suite.metrics import _Resampler, block_metrics
+from gnt.templated_suite.metrics import _Resampler
 from gnt.templated_suite.wmt24.align import clean, quotations, slot_texts
 from gnt.templated_suite.wmt24.lexicon import SuiteLexicon
+from gnt.templated_suite.wmt24.pairs import matched_pairs, paired_block
 from gnt.templated_suite.wmt24.predicate import RULE as PREDICATE_RULE
 from gnt.templated_suite.wmt24.predicate import is_pro_form, predicates_someone_else, read_predicate
 from gnt.templated_suite.wmt24.reader import AMBIGUITIES, Segment, Slot
@@ -187,24 +185,6 @@ def _strategy_shares(items: Sequence[Mapping], name: str, n_boot: int, seed: int
     return out
 
 
-def matched_pairs(items: Sequence[Mapping], pool: str) -> list[Mapping]:
-    """The items of ``pool``'s matched pairs: pairs with a classified ambiguous item of that pool and a classified
-    determined item (all their items are kept, unknowns included, so the block still counts them)."""
-    amb, det = set(), set()
-    for it in items:
-        if it["label"] == UNKNOWN:
-            continue
-        if it["variant"] == "ambiguous" and it["ambiguity"] == pool:
-            amb.add(it["pair_id"])
-        elif it["variant"] == "determined":
-            det.add(it["pair_id"])
-    keys = amb & det
-    return [
-        it for it in items
-        if it["pair_id"] in keys and (it["variant"] == "determined" or it["ambiguity"] == pool)
-    ]
-
-
 def _unknown_split(items: Sequence[Mapping]) -> dict:
     """Unknown counts: all, lexicon gaps (ours to fix) and outputs without a rendering of the adjective."""
     reasons = [it["reason"] for it in items if it["label"] == UNKNOWN]
@@ -220,16 +200,16 @@ def system_metrics(items: Sequence[Mapping], *, n_boot: int = 1000, seed: int = 
     for pool in AMBIGUITIES:
         in_pool = [it for it in items if it["pool"] == pool]
         chosen = matched_pairs(items, pool)
-        block = block_metrics(chosen, f"{name}|{pool}", n_boot, seed, alpha)
+        block = paired_block(chosen, f"{name}|{pool}", n_boot, seed, alpha)
         block["n_items"] = len(in_pool)
         block["n_paired_items"] = len(chosen)
-        block["n_pairs_matched"] = len({it["pair_id"] for it in chosen})
+        block["n_pairs_matched"] = block["n_pairs"]
         block.update(_unknown_split(in_pool))
         pools[pool] = block
         # Epicene adjectives (valiente, feliz) are N at no cost whatever the referent; on the gender-marked ones
         # an N answer is a choice, so this block shows the response to ambiguity without that floor.
         chosen = [it for it in chosen if it["gender_marked"]]
-        block = block_metrics(chosen, f"{name}|{pool}|marked", n_boot, seed, alpha)
+        block = paired_block(chosen, f"{name}|{pool}|marked", n_boot, seed, alpha)
         block["n_items"] = sum(it["gender_marked"] for it in in_pool)
         block["n_paired_items"] = len(chosen)
         block.update(_unknown_split([it for it in in_pool if it["gender_marked"]]))
