@@ -92,6 +92,16 @@ def test_quotes_dashes_and_clauses_are_found():
 
 
 # ------------------------------------------------------------------------------------------------------ lexicon
+def test_asterisk_quotes_and_a_speech_split_by_an_incise_line_up_with_the_turns():
+    starred = 'El granjero sonrió. * Creo que soy generoso y tú eres feroz *, dijeron. * No, eres feroz *, dijo.'
+    assert quotations(starred) == ["Creo que soy generoso y tú eres feroz", "No, eres feroz"]
+    assert quotations('Ella: "Creo que soy amig*s", dije.') == ["Creo que soy amig*s"]  # a gender star
+    split = 'Sonrió. "Creo que soy alta", dijo. Él rio. "No eres grosero," le respondió, "pero estoy delgado".'
+    assert quotations(split) == ["Creo que soy alta", "No eres grosero, pero estoy delgado"]
+    # A colon or a sentence end between two quotes starts a new speech.
+    assert len(quotations('"Creo que soy alta", dijo, y él respondió: "No, eres baja".')) == 2
+
+
 def test_shipped_spanish_lexicon_covers_the_suite_adjectives_and_validates():
     lexicon = load_suite_lexicon("es")
     assert len(lexicon.entries) == 351

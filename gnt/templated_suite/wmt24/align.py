@@ -3,9 +3,10 @@
 One adjective may describe different people in one segment ("I'm fantastic and you're scared" / "No you're scared,
 but I'm fantastic" swaps the referents between the turns), so a slot is classified on its own stretch only:
 
-1. the translation's quotations ("…", “…”, «…», „…“, and dialogue dashes as Spanish writes them, "—Creo que
-   soy feliz —dije—.") are matched to the segment's turns in order (a translation whose quotations do not line up
-   with the turns is not split, see 3.);
+1. the translation's quotations ("…", “…”, «…», „…“, spaced asterisks "* … *", and dialogue dashes as Spanish
+   writes them, "—Creo que soy feliz —dije—.") are matched to the segment's turns in order; a speech split by a
+   short narrator incise ("No eres grosero," le respondió, "pero…") is one quotation; a translation whose
+   quotations do not line up with the turns is not split, see 3.;
 2. a quote that carries two slots is cut at its first joiner ("y"/"e" where the English says "and", "pero"/"sino"
    where it says "but"; per language), the first part for the first slot;
 3. a slot whose adjective describes one person only in the segment may fall back to the whole quote or the whole
@@ -20,7 +21,15 @@ from dataclasses import dataclass
 
 from gnt.templated_suite.wmt24.reader import Segment, Slot
 
-_QUOTES = re.compile(r'"([^"]*)"|“([^”]*)”|«([^»]*)»|„([^“”]*)[“”]|‘([^’]*)’')
+_QUOTES = re.compile(
+    r'"([^"]*)"|“([^”]*)”|«([^»]*)»|„([^“”]*)[“”]|‘([^’]*)’'
+    # asterisks used as quotation marks ("* Creo que soy generoso *,"): spaced, so a gender star inside a word
+    # ("amig*s") is never taken for one
+    r"|(?:(?<=\s)|^)\*\s+([^*]+?)\s+\*(?=[\s,.;:!?]|$)"
+)
+#: An incise between two quotes of one speech ("No eres grosero," le respondió, "pero estoy delgado"): at most
+#: this many words, no sentence end, and a comma before the speech goes on.
+INCISE_WORDS = 4
 #: Words that join the two clauses of a two-slot quote, per language: (for "and", for "but").
 JOINERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "es": (("y", "e"), ("pero", "sino", "aunque")),
@@ -58,7 +67,23 @@ def quotations(text: str) -> list[str]:
         speech = text[start:end].strip()
         if speech:
             spans.append((m.start(), end, speech))
-    return [speech for _, _, speech in sorted(spans)]
+    return _join_incises(text, sorted(spans))
+
+
+def _join_incises(text: str, spans: list[tuple[int, int, str]]) -> list[str]:
+    """Quotes split by a short narrator incise are one speech: join them (the incise itself is left out)."""
+    out: list[tuple[int, int, str]] = []
+    for start, end, speech in spans:
+        if out:
+            between = text[out[-1][1] : start]
+            words = re.findall(r"\w+", between)
+            # the incise ends with the comma that continues the speech ("le respondió, 'pero..."), where a
+            # new turn would follow a sentence end or a colon
+            if 0 < len(words) <= INCISE_WORDS and not re.search(r"[.!?:]", between) and between.rstrip().endswith(","):
+                out[-1] = (out[-1][0], end, f"{out[-1][2]} {speech}")
+                continue
+        out.append((start, end, speech))
+    return [speech for _, _, speech in out]
 
 
 def split_clauses(quote: str, lang: str, joiner: str) -> tuple[str, str] | None:
