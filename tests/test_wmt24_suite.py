@@ -213,6 +213,12 @@ def test_an_output_without_a_rendering_is_told_apart_from_a_lexicon_gap(tmp_path
                                     outputs=str(outputs), outputs_name="mine", bootstrap_samples=20, plots=False))
     unknown = {(u["seg_id"], u["slot"]): u["reason"] for u in read_jsonl(folder / "unknown.jsonl")}
     assert unknown[("0001", 2)] == unknown[("0001", 3)] == "truncated"
+    assert ("0001", 0) not in unknown and ("0001", 1) not in unknown  # the turn it did translate is scored
+    dropped = parse_segment('The man smiled. "I think I\'m tall and you\'re shy," he said. She laughed back. '
+                            '"No you\'re shy, but I\'m tall," she replied.')
+    # A whole second turn left out: complete, but far shorter than the source.
+    texts = slot_texts(dropped, 'El hombre sonrió. "Creo que soy alto y tú eres tímida", dijo.', "es")
+    assert [t.how for t in texts] == ["clause", "clause", "cut", "cut"]
     assert unknown[("0002", 0)] == "pro_form" and unknown[("0002", 2)] == "wrong_person"
     assert unknown[("0003", 1)] == "untranslated" and unknown[("0004", 0)] == "conflict"
     entry = read_json(folder / "summary.json")["systems"]["mine"]

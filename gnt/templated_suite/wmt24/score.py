@@ -25,7 +25,6 @@ for "you're not rude"), and the summary reports the two rates apart.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -40,7 +39,7 @@ from gnt.templated_suite.classify import (
     normalise,
 )
 from gnt.templated_suite.metrics import _Resampler
-from gnt.templated_suite.wmt24.align import clean, quotations, slot_texts
+from gnt.templated_suite.wmt24.align import clean, is_truncated, slot_texts
 from gnt.templated_suite.wmt24.lexicon import SuiteLexicon
 from gnt.templated_suite.wmt24.pairs import matched_pairs, paired_block
 from gnt.templated_suite.wmt24.predicate import RULE as PREDICATE_RULE
@@ -50,11 +49,6 @@ from gnt.templated_suite.wmt24.reader import AMBIGUITIES, Segment, Slot
 METRICS_FORMAT = "gnt-align/wmt24-metrics/2"
 #: Unknown reasons that mean the output holds no rendering of the adjective (not a gap of the lexicon).
 NO_RENDERING: tuple[str, ...] = ("missing", "empty", "untranslated", "truncated", "pro_form", "wrong_person")
-#: A translation shorter than this share of its English source, or stopping without final punctuation while
-#: lacking quotes for some turns, was cut short (complete Spanish translations of the suite measure at least
-#: 0.78 of the English in every system whose outputs are whole).
-TRUNCATED_SHARE = 0.6
-_FINAL = re.compile(r"[.!?…\"”»)\]]\s*$")
 
 
 def pool_of(segment: Segment, ambiguity: str | None) -> str:
@@ -67,14 +61,6 @@ def pair_key(segment: Segment, slot: Slot) -> str:
     """The minimal pair a slot belongs to: the same adjective in the same frame, whoever its referent is."""
     polarity = "not" if slot.negated else "is"
     return f"{segment.family}|{slot.adjective}|turn{slot.turn}|{slot.person}|{polarity}"
-
-
-def is_truncated(translation: str, segment: Segment) -> bool:
-    """Whether a translation was cut short (far shorter than the source, or ending mid-sentence)."""
-    text = clean(translation)
-    if len(text) < TRUNCATED_SHARE * len(segment.source):
-        return True
-    return not _FINAL.search(text) and len(quotations(text)) < segment.turns
 
 
 def refine_unknown(result: Classification, text: str | None, english: str, person: str, lang: str,
@@ -124,7 +110,8 @@ def segment_items(
             if echo:
                 result = Classification(UNKNOWN, reason="untranslated")
             elif text is None:
-                result = refine_unknown(Classification(UNKNOWN, reason="unaligned"), None, "", slot.person, lang,
+                reason = "truncated" if how == "cut" else "unaligned"
+                result = refine_unknown(Classification(UNKNOWN, reason=reason), None, "", slot.person, lang,
                                         truncated)
             else:
                 result = classifier.classify(text, record)
