@@ -65,7 +65,11 @@ def pair_key(segment: Segment, slot: Slot) -> str:
 
 def refine_unknown(result: Classification, text: str | None, english: str, person: str, lang: str,
                    truncated: bool) -> Classification:
-    """A lexicon miss read from its predicate, or told apart as an output without a rendering of the adjective."""
+    """A lexicon miss read from its predicate, or told apart as an output without a rendering of the adjective.
+
+    In a translation cut short, a slot left without a reading is ``truncated`` before anything else: the clause it
+    was looked up in may be another slot's that the cut left unsplit ("Creo que soy útil y tú").
+    """
     if result.label != UNKNOWN or result.reason not in ("no_form", "unaligned"):
         return result
     if text is not None and result.reason == "no_form":
@@ -73,12 +77,13 @@ def refine_unknown(result: Classification, text: str | None, english: str, perso
             return read
         if is_pro_form(text):
             return Classification(UNKNOWN, reason="pro_form")
+    if truncated:
+        return Classification(UNKNOWN, reason="truncated")
+    if text is not None and result.reason == "no_form":
         if lang == "es" and predicates_someone_else(text, person):
             return Classification(UNKNOWN, reason="wrong_person")
         if looks_untranslated(text, english):
             return Classification(UNKNOWN, reason="untranslated")
-    if truncated:
-        return Classification(UNKNOWN, reason="truncated")
     return result
 
 
