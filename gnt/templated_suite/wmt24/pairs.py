@@ -21,9 +21,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from gnt.evaluation.bootstrap import cluster_sums, estimate, ratio, resampling_weights
+from gnt.evaluation.bootstrap import block_seed, cluster_sums, estimate, ratio, resampling_weights
 from gnt.templated_suite.classify import UNKNOWN
-from gnt.templated_suite.metrics import _seed
 
 CLASSES: tuple[str, ...] = ("M", "F", "N")
 _DIGITS = 6
@@ -69,7 +68,7 @@ def paired_block(items: Sequence[Mapping], name: str, n_boot: int, seed: int, al
     sizes = Counter((it["pair_id"], it["variant"]) for it in known)
     pairs = [it["pair_id"] for it in known]
     n_pairs = len(set(pairs))
-    weights = resampling_weights(n_pairs, n_boot, _seed(seed, name))
+    weights = resampling_weights(n_pairs, n_boot, block_seed(seed, name))
     side = {v: np.array([it["variant"] == v for it in known], dtype=float) for v in ("determined", "ambiguous")}
     share = np.array([1.0 / sizes[(it["pair_id"], it["variant"])] for it in known])
     result: dict = {
