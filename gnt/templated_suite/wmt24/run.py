@@ -3,6 +3,7 @@
 Files written to ``<out>/wmt24/`` (other tools read these names)::
 
     summary.tsv        lang system ambiguity n_det n_amb M_det F_det N_det M_amb F_amb N_amb dM dF dN unknown_rate
+                       unknown_gap_rate unknown_no_rendering_rate (after the fixed columns)
     strategies.tsv     lang system N_det N1 N2 N3 N4 N5   (shares of all classified determined items)
     summary.json       the same numbers with 95% paired bootstrap CIs, per system, plus unknown reasons and counts
     unknown.jsonl      every unknown item with its reason and the text it was looked up in, for review
@@ -109,7 +110,8 @@ def _pool_table(blocks: dict) -> dict:
             entry[f"{c}_det"] = block["determined"][c]
             entry[f"{c}_amb"] = block["ambiguous"][c]
             entry[f"d{c}"] = block["delta"][c]
-        entry["unknown"] = block["unknown"]
+        for key in ("unknown", "unknown_gap", "unknown_no_rendering", "n_paired_items", "n_pairs_matched"):
+            entry[key] = block.get(key)
         entry["n_items"] = block["n_items"]
         pools[pool] = entry
     return pools
@@ -255,6 +257,9 @@ def run_wmt24(
             "unknown": metrics["unknown"],
             "unknown_rate": round(metrics["unknown"] / metrics["n_items"], 6) if metrics["n_items"] else None,
             "unknown_reasons": metrics["unknown_reasons"],
+            "unknown_gap": metrics["unknown_gap"],
+            "unknown_no_rendering": metrics["unknown_no_rendering"],
+            "decided_by_predicate": metrics["decided_by_predicate"],
         }
         log.info("%s: %d items, %.1f%% unknown", source.system, metrics["n_items"],
                  100 * detailed[source.system]["unknown_rate"])
@@ -279,17 +284,19 @@ def run_wmt24(
 
         entries = [(s.system, s.kind, {"pools": _pools(detailed[s.system])}) for s in sources]
         plot = str(plot_ranking(entries, options.lang, folder / f"ranking_{options.lang}.png"))
-    totals = {"items": sum(d["n_items"] for d in detailed.values()), "unknown": sum(d["unknown"] for d in detailed.values())}
+    totals = {key: sum(d[key] for d in detailed.values())
+              for key in ("n_items", "unknown", "unknown_gap", "unknown_no_rendering")}
     write_json(folder / SUMMARY, {
         "format": SUMMARY_FORMAT,
         "lang": options.lang,
         "segments": {"in_folder": suite.total, "parsed": len(suite.segments), "scored": len(segments),
                      "problems": len(suite.problems)},
         "bootstrap": {"samples": options.bootstrap_samples, "seed": options.bootstrap_seed, "alpha": options.alpha,
-                      "method": "percentile; adjectives resampled, so det/amb differences are paired"},
+                      "method": "percentile; matched pairs (adjective and frame) resampled, so det/amb differences are paired"},
         "denominator": "classified items (unknowns excluded and counted)",
         "strategies": list(STRATEGIES),
-        "unknown_overall": round(totals["unknown"] / totals["items"], 6) if totals["items"] else None,
+        **{f"{key}_overall": round(totals[key] / totals["n_items"], 6) if totals["n_items"] else None
+           for key in ("unknown", "unknown_gap", "unknown_no_rendering")},
         "systems": detailed,
         "skipped": skipped,
         "plot": plot,
