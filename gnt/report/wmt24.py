@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from gnt.filenames import SUMMARY
+from gnt.filenames import LEAKAGE, SUMMARY
 from gnt.io import read_json
 
 
@@ -59,7 +59,7 @@ def wmt24_blocks(directory: Path, figures: Path, data: dict) -> list[Any]:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(png, dest)
         blocks.append(Image(dest, f"WMT24 ranking — {png.stem}", "systems and our checkpoints by ΔN and N_amb"))
-    leakage = directory / "wmt24" / "leakage.json"
+    leakage = directory / "wmt24" / LEAKAGE
     if leakage.is_file():
         overlap = read_json(leakage).get("in_project_templates", [])
         blocks.append(Para(f"{len(overlap)} of the suite's adjectives also occur in the project's templated "

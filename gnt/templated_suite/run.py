@@ -57,7 +57,7 @@ from gnt.evaluation.driver import (
 )
 from gnt.evaluation.leakage import LeakageStatus, guard_leakage
 from gnt.evaluation.results import cache_path, model_dir
-from gnt.filenames import METRICS, RECORD, SUMMARY, TEMPLATED_SUITE
+from gnt.filenames import METRICS, RECORD, SUMMARY, TEMPLATED_OUTPUTS, TEMPLATED_SUITE
 from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationRequest
 from gnt.io import read_json, sha256_text, write_json, write_jsonl, write_text_atomic
 from gnt.output_format import extract, output_regex
@@ -80,7 +80,7 @@ STYLES: tuple[str, ...] = ("plain", "grid")
 PLAIN_PROMPT = "Translate the following English text into {lang_name}. Reply with the translation only.\n\n{source}"
 SUITE_FILE = TEMPLATED_SUITE
 SUBDIR = "templated"
-OUTPUTS = "outputs.jsonl"
+OUTPUTS = TEMPLATED_OUTPUTS
 UNKNOWNS = "unknown.jsonl"
 UNKNOWN_FIELDS = ("style", "lang", "adjective", "variant", "source", "translation", "reason", "evidence")
 """What ``unknown.jsonl`` keeps of an output: enough to review it and, if the form is valid, add it to extra_forms."""

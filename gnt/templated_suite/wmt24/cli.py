@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from gnt.data.errors import DataError, DataErrors
+from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
 from gnt.evaluation.cli import run_eval_main
 from gnt.recipe import RecipeError, parse_command_line
 
@@ -35,7 +36,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--model", help="base model (hub id, folder, 'tiny' or 'smollm')")
     parser.add_argument("--recipe", help="evaluation recipe for --run/--model (backend, batch size, ...)")
     parser.add_argument("--limit", type=int, help="score at most N segments (spread over the template shapes)")
-    parser.add_argument("--bootstrap", type=int, default=None, help="bootstrap samples (default: recipe's, else 1000)")
+    parser.add_argument("--bootstrap", type=int, default=None, help=f"bootstrap samples (default: recipe's, else {DEFAULT_SAMPLES})")
     parser.add_argument("--no-plots", action="store_true", help="do not draw the ranking figure")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser.parse_known_args(argv)
@@ -72,7 +73,7 @@ def main(argv: list[str]) -> int:
             if args.quiet:
                 evaluation.progress = False
             models = discover_models(evaluation.runs, evaluation.adapters, evaluation.model, evaluation.include_base)
-        samples = args.bootstrap or (evaluation.bootstrap_samples if evaluation else 1000)
+        samples = args.bootstrap or (evaluation.bootstrap_samples if evaluation else DEFAULT_SAMPLES)
         options = Wmt24Options(
             root=args.root, lang=args.lang, out=args.out, systems=_systems(args.systems), outputs=args.outputs,
             outputs_name=args.name, limit=args.limit, bootstrap_samples=samples,

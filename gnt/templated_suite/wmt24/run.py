@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gnt.data.errors import DataError
+from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.evaluation.cache import CachedBackend, GenerationCache
 from gnt.evaluation.config import EvalConfig
 from gnt.evaluation.discovery import ModelUnderTest
@@ -43,7 +44,7 @@ from gnt.generation.base import DecodingParams, Generation, GenerationRequest
 from gnt.io import sha256_text, write_json, write_jsonl, write_text_atomic
 from gnt.records import environment_record
 from gnt.templated_suite.classify import STRATEGIES, Classifier
-from gnt.templated_suite.run import plain_messages, read_output
+from gnt.templated_suite.run import UNKNOWNS, plain_messages, read_output
 from gnt.templated_suite.wmt24.leakage import leakage_report
 from gnt.templated_suite.wmt24.lexicon import check_coverage, load_suite_lexicon
 from gnt.templated_suite.wmt24.reader import AMBIGUITIES, Segment, read_suite
@@ -79,9 +80,9 @@ class Wmt24Options:
     outputs: str | None = None
     outputs_name: str = "outputs"
     limit: int | None = None
-    bootstrap_samples: int = 1000
-    bootstrap_seed: int = 0
-    alpha: float = 0.05
+    bootstrap_samples: int = DEFAULT_SAMPLES
+    bootstrap_seed: int = DEFAULT_SEED
+    alpha: float = DEFAULT_ALPHA
     plots: bool = True
 
 
@@ -270,7 +271,7 @@ def run_wmt24(
             detailed[name]["leakage"] = status
     write_text_atomic(folder / "summary.tsv", _tsv(SUMMARY_COLUMNS, summary))
     write_text_atomic(folder / "strategies.tsv", _tsv(STRATEGY_COLUMNS, strategies))
-    write_jsonl(folder / "unknown.jsonl", unknown)
+    write_jsonl(folder / UNKNOWNS, unknown)
     write_json(folder / LEAKAGE, leakage)
     problems_path = folder / "parse_problems.tsv"
     if suite.problems:

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.templated_suite.classify import (
     STRATEGIES,
     UNKNOWN,
@@ -185,7 +186,9 @@ def _unknown_split(items: Sequence[Mapping]) -> dict:
     return {"unknown": len(reasons), "unknown_gap": len(reasons) - no_rendering, "unknown_no_rendering": no_rendering}
 
 
-def system_metrics(items: Sequence[Mapping], *, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05) -> dict:
+def system_metrics(
+    items: Sequence[Mapping], *, n_boot: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED, alpha: float = DEFAULT_ALPHA
+) -> dict:
     """Per pool (omission, active) the templated suite's block metrics on matched pairs; over all items the
     strategy shares; unknowns per pool over every item of the pool, paired or not."""
     name = f"{items[0]['system']}|{items[0]['lang']}" if items else "empty"
