@@ -295,3 +295,24 @@ def test_report_block_ranks_the_systems(tmp_path):
     assert table.rows[0][1].startswith("+1.000")
     assert set(data["wmt24"]["systems"]) == {"Neutral", "Gendered"}
     assert wmt24_blocks(tmp_path / "elsewhere", tmp_path / "figures", {}) == []
+
+
+def test_the_suite_command_takes_keys_like_every_command(tmp_path, capsys):
+    cli = _cli()
+    new, old = tmp_path / "new", tmp_path / "old"
+    assert cli.main(["wmt24", str(ROOT), f"out={new}", "lang=es", "bootstrap_samples=20", "plots=false"]) == 0
+    assert cli.main(["wmt24", str(ROOT), "--out", str(old), "--lang", "es", "--bootstrap", "20", "--no-plots"]) == 0
+    summary = (new / "wmt24" / "summary.tsv").read_text(encoding="utf-8")
+    assert summary == (old / "wmt24" / "summary.tsv").read_text(encoding="utf-8") and "Neutral" in summary
+    capsys.readouterr()
+    assert cli.main(["wmt24", str(ROOT), f"out={tmp_path / 'x'}", "max_new_tokens=6"]) == 2
+    assert "only apply with run=, adapter= or model=" in capsys.readouterr().err
+    assert cli.main(["wmt24", str(ROOT), "lnag=es"]) == 2
+    assert "lang" in capsys.readouterr().err
+    assert cli.main(["wmt24", "lang=es"]) == 2 and "txt-ts folder first" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+    assert cli.main(["wmt24", "--help"]) == 0
+    printed = capsys.readouterr().out
+    assert "usage: eval/templated.py wmt24 TXT_TS [RECIPE] [key=value ...]" in printed
+    assert "\n  lang = es  (" in printed and "\n  systems = null  (" in printed
+    assert "(no description)" not in printed
