@@ -39,7 +39,7 @@ vllm-env: $(VLLM_STAMP)
 # tiny random Qwen2: every code path in ~3 min, its outputs are noise)
 MODEL ?= smollm
 demo: $(STAMP)
-	$(BIN)/python scripts/demo.py --model $(MODEL)
+	$(BIN)/python scripts/demo.py model=$(MODEL)
 
 test: $(STAMP) $(COMET_STAMP)
 	$(BIN)/python -m pytest -q

@@ -49,9 +49,8 @@ HEADLINE = {
 
 
 def _run_chain(out: Path) -> float:
-    command = [sys.executable, "scripts/demo.py", "--model", "smollm", "--out", str(out)]
-    for item in OVERRIDES:
-        command += ["--set", item]
+    command = [sys.executable, "scripts/demo.py", "model=smollm", f"out={out}"]
+    command += [item.replace(":", ".", 1) for item in OVERRIDES]  # STEP:KEY=VALUE → STEP.KEY=VALUE
     print("$ " + " ".join(command), flush=True)
     started = time.perf_counter()
     subprocess.run(command, cwd=ROOT, check=True)
@@ -145,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         "paired_tests_vs_base": tests,
         "templated": templated,
         "settings": {
-            "chain": "scripts/demo.py --model smollm",
+            "chain": "scripts/demo.py model=smollm",
             "overrides": None if args.reuse else list(OVERRIDES),
             "reused_run": str(out) if args.reuse else None,
             "training": _training_settings(out),

@@ -159,18 +159,3 @@ def sha256_text(text: str, length: int = 16) -> str:
 def hash_json(data: Any, length: int = 24) -> str:
     """Stable hash of a JSON-serialisable value (sorted keys): the content key of caches."""
     return sha256_text(json.dumps(data, sort_keys=True, ensure_ascii=False), length)
-
-
-def first(record: Any, *names: str, default: Any = None) -> Any:
-    """The first present, non-None field among ``names``; dotted names reach into nested dicts (``adapter.path``).
-
-    Results files written by different steps name the same fact differently (``adapter.path`` vs ``adapter``);
-    readers list the names they accept instead of each writing its own lookup.
-    """
-    for name in names:
-        value: Any = record
-        for piece in name.split("."):
-            value = value.get(piece) if isinstance(value, dict) else None
-        if value is not None:
-            return value
-    return default

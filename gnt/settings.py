@@ -77,7 +77,8 @@ class BackendSettings:
     dtype: str = field(default="auto", metadata={"help": "weights dtype; auto: the model's (bfloat16 on vLLM)"})
     device: str = field(default="auto", metadata={"help": "transformers: cpu, cuda, cuda:N or auto"})
     batch_size: int = field(default=16, metadata={"help": "transformers: sequences generated together"})
-    trust_remote_code: bool = False
+    trust_remote_code: bool = field(default=False, metadata={
+        "help": "run a model repository's own Python code (turn on only for code you trust)"})
     cpu_threads: int | None = field(default=None, metadata={"help": "torch threads on CPU (process-wide); null: torch's"})
     tensor_parallel_size: int = field(default=1, metadata={"help": "vLLM: GPUs the model is split over"})
     max_loras: int = field(default=4, metadata={"help": "adapters loaded at once (vLLM LoRA slots, transformers)"})

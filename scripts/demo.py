@@ -3,10 +3,13 @@
 templated suite → attribution → report, + eval metrics logged into the training runs' offline W&B runs).
 
     python scripts/demo.py                   # SmolLM2-135M-Instruct (a real small model, offline), en-it + en-es
-    python scripts/demo.py --model tiny      # the tiny offline random Qwen2: every code path in about 3 minutes
-    python scripts/demo.py --out outputs/my-demo --steps data,sft
-    python scripts/demo.py --set sft:max_steps=48 --set eval:rows_per_lang=null    # a longer budget
-    python scripts/demo.py --model tiny --dry-run                                  # print the commands only
+    python scripts/demo.py model=tiny        # the tiny offline random Qwen2: every code path in about 3 minutes
+    python scripts/demo.py out=outputs/my-demo steps=data,sft
+    python scripts/demo.py sft.max_steps=48 eval.rows_per_lang=null    # a longer budget: STEP.KEY=VALUE
+    python scripts/demo.py model=tiny dry_run=true                     # print the commands only
+
+The demo follows the project's one command line (``key=value``, ``--key value`` as a synonym, so ``--model tiny``
+works too); a recipe override for one step is ``STEP.KEY=VALUE`` (the old ``--set STEP:KEY=VALUE`` still works).
 
 The evaluation is one command, ``eval/evaluate.py`` on the profile's evaluation recipe (recipes/eval-tiny.yaml,
 recipes/eval-smollm.yaml), whose ``steps`` and their settings say what runs after the sweep; ``--steps`` picks a
@@ -16,16 +19,18 @@ training continues from its last checkpoint and every evaluation step whose file
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
+from gnt.cli.convention import Command, construct, run_help, schema_of
 from gnt.filenames import REPORT_HTML, REPORT_MARKDOWN
+from gnt.recipe import EXIT_USAGE, RecipeError
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAINING_STEPS = ("data", "sft", "dpo")
@@ -60,6 +65,54 @@ MODELS = {
 OVERRIDE_STEPS = ("sft", "dpo", *EVAL_STEPS)
 
 
+@dataclass
+class DemoOptions:
+    """What the demo runs and where; the settings of each step are in its recipe, overridden as STEP.KEY=VALUE."""
+
+    model: Literal["smollm", "tiny"] = field(default="smollm", metadata={
+        "help": "smollm: SmolLM2-135M-Instruct, en-it + en-es; tiny: the offline random Qwen2 (every code path)"})
+    out: str | None = field(default=None, metadata={"help": "demo root (null: outputs/demo-<model>)"})
+    steps: list[Literal[STEPS]] = field(default_factory=lambda: list(STEPS), metadata={  # type: ignore[valid-type]
+        "help": f"the steps to run, a subset of {','.join(STEPS)}"})
+    dry_run: bool = field(default=False, metadata={"help": "print the commands without running them"})
+
+
+COMMAND = Command(
+    script="scripts/demo.py",
+    summary=__doc__ or "",
+    schema=schema_of([DemoOptions]),
+    recipe=None,
+    pass_on=f"STEP.KEY=VALUE overrides a key of one step's recipe (STEP one of {', '.join(OVERRIDE_STEPS)})",
+)
+
+
+def split_step_overrides(argv: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """The demo's own words, and the ``STEP.KEY=VALUE`` / ``--set STEP:KEY=VALUE`` overrides of each step."""
+    own: list[str] = []
+    overrides: dict[str, list[str]] = {step: [] for step in OVERRIDE_STEPS}
+    words = iter(argv)
+    for word in words:
+        if word == "--set":
+            word = next(words, "")
+            step, _, assignment = word.partition(":")
+        elif word.startswith("--set="):
+            step, _, assignment = word[len("--set="):].partition(":")
+        elif word == "--dry-run":  # the recipe parser reserves the flag; here it is the dry_run key
+            own.append("dry_run=true")
+            continue
+        else:
+            head, equals, _ = word.partition("=")
+            step, dot, key = head.partition(".")
+            if not (equals and dot and not word.startswith("-")):
+                own.append(word)
+                continue
+            assignment = word[len(step) + 1:]
+        if step not in overrides or "=" not in assignment:
+            raise RecipeError(f"{word!r}: a step override is STEP.KEY=VALUE with STEP one of {', '.join(OVERRIDE_STEPS)}")
+        overrides[step].append(assignment)
+    return own, overrides
+
+
 def eval_arguments(steps: list[str], overrides: dict[str, list[str]]) -> list[str]:
     """The ``key=value`` words of the evaluation command: the selected pipeline steps (none: the recipe's all) and
     each --set, as a top-level key (``eval:``) or a setting of its step (``templated:k=v`` → ``templated.k=v``)."""
@@ -87,24 +140,20 @@ def run(command: list[str], title: str, dry_run: bool = False) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=sorted(MODELS), default="smollm")
-    parser.add_argument("--out", default=None, help="demo root (default outputs/demo-<model>)")
-    parser.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated subset of {','.join(STEPS)}")
-    parser.add_argument("--set", action="append", default=[], metavar="STEP:KEY=VALUE",
-                        help=f"a recipe override for one step ({', '.join(OVERRIDE_STEPS)}), e.g. sft:max_steps=48")
-    parser.add_argument("--dry-run", action="store_true", help="print the commands without running them")
-    args = parser.parse_args(argv)
-    steps = [s.strip() for s in args.steps.split(",") if s.strip()]
-    unknown = [s for s in steps if s not in STEPS]
-    if unknown:
-        parser.error(f"unknown step(s) {unknown}; valid: {', '.join(STEPS)}")
-    overrides: dict[str, list[str]] = {step: [] for step in OVERRIDE_STEPS}
-    for item in args.set:
-        step, _, assignment = item.partition(":")
-        if step not in overrides or "=" not in assignment:
-            parser.error(f"--set {item!r}: expected STEP:KEY=VALUE with STEP one of {', '.join(OVERRIDE_STEPS)}")
-        overrides[step].append(assignment)
+    try:
+        own, overrides = split_step_overrides(list(sys.argv[1:] if argv is None else argv))
+        invocation = COMMAND.parse(own)
+        if run_help(COMMAND, invocation):
+            return 0
+        if invocation.passed_on:
+            names = ", ".join(key for key, _ in invocation.passed_on)
+            raise RecipeError(f"unknown key(s) {names}: the demo's keys are {', '.join(COMMAND.schema.keys)}; "
+                              f"a step's key is STEP.KEY=VALUE (STEP one of {', '.join(OVERRIDE_STEPS)})")
+        args = construct(DemoOptions, COMMAND.resolve(invocation))
+    except RecipeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    steps = list(args.steps)
     out = Path(args.out or f"outputs/demo-{args.model}")
     data, sft, dpo, results = out / "data", out / "runs" / "sft", out / "runs" / "dpo", out / "eval"
     profile = MODELS[args.model]

@@ -26,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+from gnt.filenames import MANIFEST
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
 
         model = str(ensure_smollm())
     data_dir = out / "data"
-    if not (data_dir / "manifest.json").is_file():
+    if not (data_dir / MANIFEST).is_file():
         build_dataset(BuildConfig(out_dir=str(data_dir), langs=tuple(args.langs.split(",")), templated_pairs=0,
                                   progress=False))
     run = out / "runs" / "check"

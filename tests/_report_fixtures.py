@@ -41,7 +41,8 @@ def make_run(root: Path, stage: str, steps: list[int], *, run_id: str = "fixrun0
     """A training run folder with gnt_run.json and checkpoint-<step>/ records (no weights)."""
     run = root / stage
     record = {
-        "stage": stage, "base_model": "tiny-qwen2", "recipe": {"path": f"recipes/tiny{'-dpo' if stage == 'dpo' else ''}.yaml"},
+        "stage": stage, "base_model": "tiny-qwen2", "recipe": {"learning_rate": 1e-4},
+        "recipe_path": f"recipes/tiny{'-dpo' if stage == 'dpo' else ''}.yaml",
         "data_dir": str(root / "data"), "data_manifest_sha256": "ab" * 32, "train_source_keys": ["k1", "k2"],
         "seed": 42, "wandb": {"project": "gnt-test", "run_id": run_id, "mode": "offline",
                               "dir": str(wandb_dir or run)},
@@ -164,6 +165,6 @@ def make_results(
                         "record": f"{name}/record.json"})
     write_json(out / "summary.json", {"format": "gnt-align/eval-summary/1", "models": summary})
     if validation:
-        write_json(out / "judge_validation.json", {"judge": "lexical", "format": "CROSS-P+L",
-                                                   "overall": {"accuracy": 0.83, "kappa": 0.71, "n": 96}})
+        write_json(out / "judge_validation.json", {"kind": "references", "judge": "lexical", "format": "CROSS-P+L",
+                                                   "accuracy": 0.83, "macro_f1": None, "kappa": 0.71, "n": 96})
     return out

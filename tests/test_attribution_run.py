@@ -58,7 +58,12 @@ def result_dir(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, p
     extra = dict(generations[0], cell="it/None/0", key="gen-other")
     (out / "generations.jsonl").write_text("".join(json.dumps(g, ensure_ascii=False) + "\n" for g in [*generations, extra]))
     (out / "judgments.jsonl").write_text("".join(json.dumps(j) + "\n" for j in judgments))
-    (out / "record.json").write_text(json.dumps({"model": str(tiny_model_dir), "data": str(SAMPLE_DIR), "prompts_dir": str(prompts_dir), "grid_seed": 0}))
+    (out / "record.json").write_text(json.dumps({  # the fields of the evaluator's record.json that attribution reads
+        "format": "gnt-align/eval-record/1",
+        "model": {"name": "tiny", "kind": "base", "base_model": str(tiny_model_dir), "adapter": None, "run_dir": None,
+                  "global_step": None},
+        "rows": {"source": str(SAMPLE_DIR)}, "grid": {"seed": 0, "prompts_dir": str(prompts_dir)},
+    }))
     return out
 
 

@@ -116,6 +116,20 @@ def test_help_lists_every_key_with_its_default(name: str, tmp_path: Path, capsys
     assert "exit status 2" in out
 
 
+@pytest.mark.parametrize("script", ["eval/evaluate.py", "eval/templated.py", "eval/judge.py", "eval/comet.py"])
+def test_every_key_of_the_evaluation_commands_has_a_meaning(script: str, capsys: pytest.CaptureFixture) -> None:
+    """The same help layout in every command, and no key left without its meaning."""
+    from gnt.cli import comet, evaluate, judge, templated
+
+    main = {"eval/evaluate.py": evaluate.main, "eval/templated.py": templated.main, "eval/judge.py": judge.main,
+            "eval/comet.py": comet.main}[script]
+    assert main(["x", "--help"] if script == "eval/comet.py" else ["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: ") and "exit status 2" in out
+    assert "\n  max_new_tokens = " in out or script == "eval/comet.py"
+    assert "(no description)" not in out, script
+
+
 def test_help_gives_the_meaning_written_on_each_field(capsys: pytest.CaptureFixture) -> None:
     from gnt.cli import attribute, build, report, watch
     from gnt.data.build import BuildConfig

@@ -146,4 +146,5 @@ def test_the_old_flags_are_recipe_keys(tmp_path: Path, capsys) -> None:
     assert parse_eval_command(["--help"], classes, prog="eval/templated.py", summary="the suite") is None
     printed = capsys.readouterr().out
     assert "usage: eval/templated.py [RECIPE] [key=value ...]" in printed
-    assert "pairs_per_lang [null]" in printed and "grid_shots [4]" in printed and "run [[]]" in printed
+    assert "\n  pairs_per_lang = null  (" in printed and "\n  grid_shots = 4  (" in printed
+    assert "\n  run = (empty)  (" in printed and "(no description)" not in printed

@@ -248,34 +248,38 @@ def test_missing_parts_are_reported_as_not_run_and_leakage_is_shouted(tmp_path: 
 def test_paired_bootstrap_identical_and_different() -> None:
     from gnt.report.significance import holm, paired_bootstrap
 
-    same = {f"it|{i}|c": (float(i % 2), 1.0) for i in range(40)}
+    same = {f"it|{i}|c": float(i % 2) for i in range(40)}
     result = paired_bootstrap(same, dict(same), samples=200)
     assert result is not None and result.delta == 0 and result.p_value == 1.0 and result.marker() == ""
-    better = {k: (1.0, 1.0) for k in same}
+    better = {k: 1.0 for k in same}
     result = paired_bootstrap(same, better, samples=200)
     assert result is not None and result.delta == pytest.approx(0.5) and result.p_value < 0.05
     assert result.lo <= result.delta <= result.hi and result.marker() == "▲"
-    assert paired_bootstrap(same, {"other|1|c": (1.0, 1.0)}) is None
+    wide = paired_bootstrap(same, better, samples=200, alpha=0.01)  # the configured alpha sets the interval
+    assert wide is not None and wide.lo <= result.lo and wide.hi >= result.hi and (wide.lo, wide.hi) != (result.lo, result.hi)
+    assert paired_bootstrap(same, {"other|1|c": 1.0}) is None
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
 
 
-def test_flatten_metrics_reads_stat_shapes() -> None:
+def test_flatten_metrics_reads_the_stat_shape_the_project_writes() -> None:
     from gnt.report.collect import flatten_metrics, parse_stat
 
     assert parse_stat(0.5) == (0.5, None, None, None)
     assert parse_stat({"value": 0.5, "ci": [0.4, 0.6], "n": 10}) == (0.5, 0.4, 0.6, 10)
-    assert parse_stat({"mean": 0.7, "lo": 0.6, "hi": 0.8}) == (0.7, 0.6, 0.8, None)
-    assert parse_stat({"value": None}) is None
+    assert parse_stat({"value": None, "ci": None, "n": 0}) is None
+    assert parse_stat({"mean": 0.7, "lo": 0.6, "hi": 0.8}) is None  # no producer writes this: not a stat
     rows = flatten_metrics({
-        "cells": {"it/G+S/4": {"n": 4, "label_accuracy": {"Set-N": {"value": 0.25, "ci": [0.0, 0.5]}}}},
-        "languages": [{"lang": "it", "xcomet": {"system": 0.81}}],
-        "overall": {"extraction_errors": {"n": 2, "rate": {"value": 0.1, "ci": [0, 0.2]}}},
+        "cells": {"it/G+S/4": {"n": 4, "label_accuracy": {"Set-N": {"value": 0.25, "ci": [0.0, 0.5], "n": 4}}}},
+        "languages": {"it": {"xcomet": {"matching": {"value": 0.81, "ci": [0.8, 0.82], "n": 4}}}},
+        "overall": {"extraction_errors": {"n": 2, "rate": {"value": 0.1, "ci": [0, 0.2], "n": 20}}},
+        "per_language": {"es": {"xcomet": {"matching": {"value": 0.5, "ci": [0.4, 0.6], "n": 4}}}},
     }, "m")
-    found = {(r.scope, r.lang, r.cell, r.metric, r.group): r.value for r in rows}
-    assert found[("cell", "it", "it/G+S/4", "label_accuracy", "Set-N")] == 0.25
-    assert found[("language", "it", None, "xcomet", None)] == 0.81  # "system" is read as the value
-    assert found[("overall", None, None, "extraction_errors", "n")] == 2
-    assert found[("overall", None, None, "extraction_errors", "rate")] == 0.1
+    found = {(r.scope, r.lang, r.cell, r.metric, r.group): (r.value, r.lo, r.hi) for r in rows}
+    assert found[("cell", "it", "it/G+S/4", "label_accuracy", "Set-N")] == (0.25, 0.0, 0.5)
+    assert found[("language", "it", None, "xcomet", "matching")] == (0.81, 0.8, 0.82)
+    assert found[("overall", None, None, "extraction_errors", "n")] == (2, None, None)
+    assert found[("overall", None, None, "extraction_errors", "rate")] == (0.1, 0, 0.2)
+    assert not any(r.lang == "es" for r in rows)  # a section name no producer writes is not guessed at
 
 
 def test_cli_writes_report_elsewhere_with_xcomet_and_validation(tmp_path: Path,

@@ -19,8 +19,11 @@ from gnt.io import read_json, read_jsonl
 from gnt.paths import RECIPES_DIR
 from gnt.templated_suite.wmt24.align import quotations, slot_texts
 from gnt.templated_suite.wmt24.lexicon import LEXICON_DIR, load_suite_lexicon
+from gnt.templated_suite.wmt24.pairs import matched_pairs, paired_block
+from gnt.templated_suite.wmt24.predicate import read_predicate
 from gnt.templated_suite.wmt24.reader import ParseError, parse_segment, read_suite
 from gnt.templated_suite.wmt24.run import Wmt24Options, limit_segments, run_wmt24
+from gnt.templated_suite.wmt24.score import pair_key
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "wmt24" / "txt-ts"
 
@@ -89,6 +92,16 @@ def test_quotes_dashes_and_clauses_are_found():
 
 
 # ------------------------------------------------------------------------------------------------------ lexicon
+def test_asterisk_quotes_and_a_speech_split_by_an_incise_line_up_with_the_turns():
+    starred = 'El granjero sonrió. * Creo que soy generoso y tú eres feroz *, dijeron. * No, eres feroz *, dijo.'
+    assert quotations(starred) == ["Creo que soy generoso y tú eres feroz", "No, eres feroz"]
+    assert quotations('Ella: "Creo que soy amig*s", dije.') == ["Creo que soy amig*s"]  # a gender star
+    split = 'Sonrió. "Creo que soy alta", dijo. Él rio. "No eres grosero," le respondió, "pero estoy delgado".'
+    assert quotations(split) == ["Creo que soy alta", "No eres grosero, pero estoy delgado"]
+    # A colon or a sentence end between two quotes starts a new speech.
+    assert len(quotations('"Creo que soy alta", dijo, y él respondió: "No, eres baja".')) == 2
+
+
 def test_shipped_spanish_lexicon_covers_the_suite_adjectives_and_validates():
     lexicon = load_suite_lexicon("es")
     assert len(lexicon.entries) == 351
@@ -110,12 +123,13 @@ def test_scores_of_the_fixture_systems_are_the_expected_ones(tmp_path):
     rows = {(r["system"], r["ambiguity"]): r for r in _rows(folder / "summary.tsv")}
     assert list(_rows(folder / "summary.tsv")[0]) == [
         "lang", "system", "ambiguity", "n_det", "n_amb", "M_det", "F_det", "N_det", "M_amb", "F_amb", "N_amb",
-        "dM", "dF", "dN", "unknown_rate"]
+        "dM", "dF", "dN", "unknown_rate", "unknown_gap_rate", "unknown_no_rendering_rate"]
     gendered, neutral = rows[("Gendered", "omission")], rows[("Neutral", "omission")]
-    assert (gendered["n_det"], gendered["n_amb"]) == ("8", "6")
-    assert (float(gendered["M_det"]), float(gendered["F_det"]), float(gendered["N_det"])) == (0.25, 0.75, 0.0)
-    assert (float(gendered["M_amb"]), float(gendered["dM"]), float(gendered["dN"])) == (1.0, 0.75, 0.0)
-    assert (float(neutral["N_amb"]), float(neutral["dN"]), float(neutral["dM"])) == (1.0, 1.0, -0.25)
+    # Matched pairs only: the slots said of "She" in both segments 0001 and 0002 have no ambiguous partner.
+    assert (gendered["n_det"], gendered["n_amb"]) == ("4", "4")
+    assert (float(gendered["M_det"]), float(gendered["F_det"]), float(gendered["N_det"])) == (0.5, 0.5, 0.0)
+    assert (float(gendered["M_amb"]), float(gendered["dM"]), float(gendered["dN"])) == (1.0, 0.5, 0.0)
+    assert (float(neutral["N_amb"]), float(neutral["dN"]), float(neutral["dM"])) == (1.0, 1.0, -0.5)
     assert float(rows[("Neutral", "active")]["dN"]) == 1.0 and float(rows[("Gendered", "active")]["dF"]) == 0.0
     assert all(float(r["unknown_rate"]) == 0.0 for r in rows.values())
     assert not any(system == "Absent" for system, _ in rows)
@@ -132,16 +146,102 @@ def test_scores_of_the_fixture_systems_are_the_expected_ones(tmp_path):
     assert "proud" in read_json(folder / "leakage.json")["in_project_templates"]
 
 
+def test_matched_pairs_and_their_counts_are_reported(tmp_path):
+    folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out=str(tmp_path), bootstrap_samples=50,
+                                    plots=False))
+    omission = read_json(folder / "summary.json")["systems"]["Gendered"]["ambiguity"]["omission"]
+    # tall (turn 1, I), shy (turn 2, you), proud (turn 1, I), rich (turn 2, you): one determined and one
+    # ambiguous item each; the listener of segment 0005 and the adverb segment 0008 have no determined partner.
+    assert (omission["n_pairs_matched"], omission["n_paired_items"], omission["n_items"]) == (4, 8, 14)
+    segment = parse_segment('I smiled. "I think I\'m tall and you\'re shy," I said. She laughed back. '
+                            '"No you\'re shy, but I\'m tall," she replied.')
+    assert [pair_key(segment, slot) for slot in segment.slots] == [
+        "dialogue|tall|turn1|I|is", "dialogue|shy|turn1|you|is", "dialogue|shy|turn2|you|is",
+        "dialogue|tall|turn2|I|is"]
+
+
+def test_every_matched_pair_weighs_the_same_whatever_its_number_of_items():
+    # Pair A (a gendered adjective) has three ambiguous items and one determined, pair B (an epicene one) the
+    # reverse. Pooled, N_amb = 1/4 and N_det = 3/4, a ΔN of -0.5 that only says which adjective is repeated; per
+    # pair nothing changes between the two sides, so ΔN is 0 on every resample.
+    def item(pair, variant, label):
+        return {"pair_id": pair, "variant": variant, "label": label,
+                "ambiguity": "omission" if variant == "ambiguous" else None}
+
+    items = ([item("A", "ambiguous", "M")] * 3 + [item("A", "determined", "M")]
+             + [item("B", "ambiguous", "N")] + [item("B", "determined", "N")] * 3
+             + [item("C", "ambiguous", "N")])  # no determined partner: not matched
+    chosen = matched_pairs(items, "omission")
+    assert {it["pair_id"] for it in chosen} == {"A", "B"}
+    block = paired_block(chosen, "t", 200, 0, 0.05)
+    assert block["n_pairs"] == 2 and block["classified"] == {"determined": 4, "ambiguous": 4}
+    assert block["ambiguous"]["N"]["value"] == block["determined"]["N"]["value"] == 0.5
+    assert block["delta"]["N"] == {"value": 0.0, "ci": [0.0, 0.0], "n": 2}
+
+
+@pytest.mark.parametrize(("text", "person", "expected"), [
+    ("Creo que soy fiera", "I", ("F", None)),  # not a lexicon form of "fierce", but feminine all the same
+    ("No, tú eres un maleducado", "you", ("M", None)),
+    ("Creo que soy el que regaña", "I", ("M", None)),
+    ("Creo que yo soy una persona quejosa", "I", ("N", "N3")),
+    ("sí eres de mente abierta", "you", ("N", "N3")),
+    ("Creo que estoy muy feliz", "I", ("N", "N1")),
+    ("Creo que soy joven", "I", ("N", "N1")),
+    ("Creo que estoy sangrando", "I", None),  # a gerund says nothing of the referent
+    ("No, tú eres mejor", "you", ("N", "N1")),
+    ("No, ustedes son groseros", "you", ("M", None)),
+])
+def test_a_predicate_outside_the_lexicon_is_read_from_its_ending(text, person, expected):
+    result = read_predicate(text, person)
+    assert (None if result is None else (result.label, result.strategy)) == expected
+
+
+def test_an_output_without_a_rendering_is_told_apart_from_a_lexicon_gap(tmp_path):
+    # 0001: turn 2 cut short; 0002: "lo soy" and a predicate of "we"; 0003: English left in turn 2;
+    # 0004: a reading that contradicts itself is a gap of ours (conflict), not a missing rendering.
+    outputs = tmp_path / "mine.tsv"
+    outputs.write_text(
+        '0001\tEl hombre sonrió. "Creo que soy alto y tú eres tímida", dijo. Ella se rió. "No, tú\n'
+        '0002\tSonreí. "Creo que lo soy y tú eres tímida", dije. Ella se rió. "No, somos tímidos, pero yo soy '
+        'alta", respondió.\n'
+        '0003\tLa mujer sonrió. "Creo que soy orgullosa", dijo. Él se rió. "No, you\'re wealthy", '
+        'respondió.\n'
+        '0004\tSonreí. "Creo que soy orgulloso y soy humilde, no soy orgullosa", dije. Él se rió. "No, eres rico", '
+        'respondió.\n',
+        encoding="utf-8")
+    folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out=str(tmp_path / "o"), systems=[],
+                                    outputs=str(outputs), outputs_name="mine", bootstrap_samples=20, plots=False))
+    unknown = {(u["seg_id"], u["slot"]): u["reason"] for u in read_jsonl(folder / "unknown.jsonl")}
+    assert unknown[("0001", 2)] == unknown[("0001", 3)] == "truncated"
+    assert ("0001", 0) not in unknown and ("0001", 1) not in unknown  # the turn it did translate is scored
+    dropped = parse_segment('The man smiled. "I think I\'m tall and you\'re shy," he said. She laughed back. '
+                            '"No you\'re shy, but I\'m tall," she replied.')
+    # A whole second turn left out: complete, but far shorter than the source.
+    texts = slot_texts(dropped, 'El hombre sonrió. "Creo que soy alto y tú eres tímida", dijo.', "es")
+    assert [t.how for t in texts] == ["clause", "clause", "cut", "cut"]
+    assert unknown[("0002", 0)] == "pro_form" and unknown[("0002", 2)] == "wrong_person"
+    assert unknown[("0003", 1)] == "untranslated" and unknown[("0004", 0)] == "conflict"
+    entry = read_json(folder / "summary.json")["systems"]["mine"]
+    assert list(unknown.values()).count("missing") == 4  # segments 0005 to 0008, one slot each
+    assert entry["unknown_no_rendering"] == sum(r != "conflict" for r in unknown.values())
+    assert entry["unknown_gap"] == 1 and entry["unknown"] == entry["unknown_gap"] + entry["unknown_no_rendering"]
+    rows = {r["ambiguity"]: r for r in _rows(folder / "summary.tsv")}
+    omission = read_json(folder / "summary.json")["systems"]["mine"]["ambiguity"]["omission"]
+    assert float(rows["omission"]["unknown_gap_rate"]) == round(omission["unknown_gap"] / omission["n_items"], 6)
+    assert float(rows["omission"]["unknown_rate"]) == pytest.approx(
+        float(rows["omission"]["unknown_gap_rate"]) + float(rows["omission"]["unknown_no_rendering_rate"]))
+
+
 def test_outputs_file_is_scored_and_bad_rows_are_located(tmp_path, capsys):
     good = tmp_path / "mine.tsv"
     good.write_text('0004\tSonreí. "Creo que soy orgullose", dije. Él se rió. "No, eres ric@", respondió.\n'
-                    "tsuite_en-es_gender-res_tsuite_en-es_gender-res_0008\t\"Creo que soy valiente\", dije.\n",
+                    "tsuite_en-es_gender-res_tsuite_en-es_gender-res_0008\t\"Creo que te creé\", dije.\n",
                     encoding="utf-8")
     cli = _cli()
     assert cli.main(["wmt24", str(ROOT), "--out", str(tmp_path / "o"), "--outputs", str(good), "--name", "mine",
                      "--systems", "none", "--no-plots", "--bootstrap", "20"]) == 0
     [unknown] = [u for u in read_jsonl(tmp_path / "o" / "wmt24" / "unknown.jsonl") if u["seg_id"] == "0008"]
-    assert unknown["reason"] == "no_form"  # "valiente" is not a rendering of "scared"
+    assert unknown["reason"] == "no_form"  # "te creé" renders neither "scared" nor any predicate of "I"
     reasons = read_json(tmp_path / "o" / "wmt24" / "summary.json")["systems"]["mine"]["unknown_reasons"]
     assert reasons == {"missing": 13, "no_form": 1}  # the 13 slots of the six segments it lacks
     rows = _rows(tmp_path / "o" / "wmt24" / "summary.tsv")
@@ -195,3 +295,24 @@ def test_report_block_ranks_the_systems(tmp_path):
     assert table.rows[0][1].startswith("+1.000")
     assert set(data["wmt24"]["systems"]) == {"Neutral", "Gendered"}
     assert wmt24_blocks(tmp_path / "elsewhere", tmp_path / "figures", {}) == []
+
+
+def test_the_suite_command_takes_keys_like_every_command(tmp_path, capsys):
+    cli = _cli()
+    new, old = tmp_path / "new", tmp_path / "old"
+    assert cli.main(["wmt24", str(ROOT), f"out={new}", "lang=es", "bootstrap_samples=20", "plots=false"]) == 0
+    assert cli.main(["wmt24", str(ROOT), "--out", str(old), "--lang", "es", "--bootstrap", "20", "--no-plots"]) == 0
+    summary = (new / "wmt24" / "summary.tsv").read_text(encoding="utf-8")
+    assert summary == (old / "wmt24" / "summary.tsv").read_text(encoding="utf-8") and "Neutral" in summary
+    capsys.readouterr()
+    assert cli.main(["wmt24", str(ROOT), f"out={tmp_path / 'x'}", "max_new_tokens=6"]) == 2
+    assert "only apply with run=, adapter= or model=" in capsys.readouterr().err
+    assert cli.main(["wmt24", str(ROOT), "lnag=es"]) == 2
+    assert "lang" in capsys.readouterr().err
+    assert cli.main(["wmt24", "lang=es"]) == 2 and "txt-ts folder first" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+    assert cli.main(["wmt24", "--help"]) == 0
+    printed = capsys.readouterr().out
+    assert "usage: eval/templated.py wmt24 TXT_TS [RECIPE] [key=value ...]" in printed
+    assert "\n  lang = es  (" in printed and "\n  systems = null  (" in printed
+    assert "(no description)" not in printed

@@ -2,8 +2,8 @@
 
 Layout written by the evaluator (``gnt.evaluation``): ``<out>/<model>/record.json`` (model id, adapter path,
 grid settings), ``generations.jsonl`` (one record per generated row) and, once judged, ``judgments.jsonl``
-(keyed by the generation key, with ``neutral`` and ``label``). Field names are read tolerantly (a few aliases
-each), so a renamed field in the evaluator degrades to a clear error naming what was expected, not a KeyError.
+(keyed by the generation key, with ``neutral`` and ``label``). Fields are read by the names the evaluator writes
+(:mod:`gnt.results_schema`); a record lacking a required one is a clear error naming the fields it has.
 
 A row's English source is needed to re-render its prompt: it is taken from the generation record when present,
 else from the evaluation data (Entry JSON lines such as ``eval/mgente_test.jsonl`` or an mGeNTE TSV/directory)
@@ -17,16 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gnt.io import (
-    first,
-    read_json,
-    read_jsonl,
-)
+from gnt.filenames import GENERATIONS, JUDGMENTS, RECORD
+from gnt.io import read_json, read_jsonl
 from gnt.prompts.grid import DEFAULT_SHOT_SEED
-
-GENERATIONS = "generations.jsonl"
-JUDGMENTS = "judgments.jsonl"
-RECORD = "record.json"
+from gnt.results_schema import EvalRecord, GenerationRecord
 
 
 class ResultError(ValueError):
@@ -94,9 +88,8 @@ def read_judgments(path: str | Path) -> dict[str, bool | None]:
     """Generation key → judged neutral (``None`` for a judge error)."""
     out: dict[str, bool | None] = {}
     for record in read_jsonl(path, skip_bad=True):
-        key = first(record, "key", "generation_key", "gen_key")
-        if key is not None:
-            out[str(key)] = judged_neutral(record)
+        if record.get("key") is not None:
+            out[str(record["key"])] = judged_neutral(record)
     return out
 
 
@@ -114,64 +107,63 @@ def source_lookup(data: str | Path) -> dict[tuple[str, str], Any]:
     return {(e.id, e.lang): e for e in entries}
 
 
-def row_from_record(record: dict, judgments: dict[str, bool | None], entries: dict[tuple[str, str], Any] | None) -> EvalRow:
-    """One :class:`EvalRow` from a generation record (aliases tolerated), completed from the data when needed."""
-    row_id = first(record, "id", "row_id")
-    lang = first(record, "lang")
-    cell = first(record, "cell", "cell_name")
-    if row_id is None or lang is None or cell is None:
-        raise ResultError(f"generation record lacks id/lang/cell (fields present: {sorted(record)})")
-    entry = entries.get((str(row_id), lang)) if entries else None
-    key = first(record, "key", "generation_key")
-    source = first(record, "source", "src") or (entry.source if entry else None)
-    ref_n = _refs(first(record, "ref_n", "refs_n")) or (tuple(entry.ref_n) if entry else ())
+def row_from_record(
+    record: GenerationRecord, judgments: dict[str, bool | None], entries: dict[tuple[str, str], Any] | None
+) -> EvalRow:
+    """One :class:`EvalRow` from a generation record, completed from the data when the record lacks a field."""
+    missing = [name for name in ("id", "lang", "cell") if record.get(name) is None]
+    if missing:
+        raise ResultError(f"generation record lacks {'/'.join(missing)} (fields present: {sorted(record)})")
+    row_id, lang = str(record["id"]), record["lang"]
+    entry = entries.get((row_id, lang)) if entries else None
+    key = record.get("key")
     return EvalRow(
-        id=str(row_id),
+        id=row_id,
         lang=lang,
-        set=first(record, "set") or (entry.set if entry else ""),
-        cell=cell,
-        raw=first(record, "raw", "output", "text", "raw_output"),
-        source=source,
-        gender=first(record, "gender") or (entry.gender if entry else None),
-        label=first(record, "label"),
-        translation=first(record, "translation"),
-        error=first(record, "error", "extraction_error"),
-        ref_g=first(record, "ref_g") or (entry.ref_g if entry else None),
-        ref_n=ref_n,
+        set=record.get("set") or (entry.set if entry else ""),
+        cell=record["cell"],
+        raw=record.get("raw"),
+        source=record.get("source") or (entry.source if entry else None),
+        gender=record.get("gender") or (entry.gender if entry else None),
+        label=record.get("label"),
+        translation=record.get("translation"),
+        error=record.get("error"),
+        ref_g=record.get("ref_g") or (entry.ref_g if entry else None),
+        ref_n=_refs(record.get("ref_n")) or (tuple(entry.ref_n) if entry else ()),
         key=str(key) if key is not None else None,
-        source_key=first(record, "source_key"),
+        source_key=record.get("source_key"),
         judged_neutral=judgments.get(str(key)) if key is not None else None,
-        prompt_hash=first(record, "prompt_hash"),
+        prompt_hash=record.get("prompt_hash"),
     )
 
 
-def recorded_model(record: dict) -> str | None:
-    """The base model of an evaluator record (``model.base_model``), or a plain ``model`` string in other layouts."""
-    value = first(record, "model.base_model", "base_model", "model_path", "model.path")
-    if value is None and isinstance(record.get("model"), str):
-        value = record["model"]
-    return value
+def _described(record: EvalRecord) -> dict:
+    model = record.get("model")
+    return model if isinstance(model, dict) else {}
 
 
-def recorded_adapter(record: dict) -> str | None:
+def recorded_model(record: EvalRecord) -> str | None:
+    """The base model of an evaluator record (``model.base_model``)."""
+    return _described(record).get("base_model") or None
+
+
+def recorded_adapter(record: EvalRecord) -> str | None:
     """The LoRA adapter folder of an evaluator record (``model.adapter.path``), if the model had one."""
-    value = first(record, "model.adapter.path", "adapter_path", "adapter.path")
-    if value is None and isinstance(record.get("adapter"), str):
-        value = record["adapter"]
-    return value
+    adapter = _described(record).get("adapter")
+    return adapter.get("path") if isinstance(adapter, dict) else None
 
 
-def recorded_data(record: dict) -> str | None:
+def recorded_data(record: EvalRecord) -> str | None:
     """Where the evaluated rows came from (``rows.source``: an mGeNTE folder/TSV or ``eval/mgente_test.jsonl``)."""
-    value = first(record, "rows.source", "data", "data_path")
+    value = (record.get("rows") or {}).get("source")
     return value if isinstance(value, str) else None
 
 
-def recorded_grid(record: dict) -> tuple[int, str | None]:
+def recorded_grid(record: EvalRecord) -> tuple[int, str | None]:
     """(shot-order seed, prompts directory) of an evaluator record (``grid.seed``, ``grid.prompts_dir``)."""
-    seed = first(record, "grid.seed", "grid_seed", "prompt_seed", "seed", default=DEFAULT_SHOT_SEED)
-    prompts = first(record, "grid.prompts_dir", "prompts_dir", "prompts")
-    return int(seed), prompts
+    grid = record.get("grid") or {}
+    seed = grid.get("seed")
+    return int(seed if seed is not None else DEFAULT_SHOT_SEED), grid.get("prompts_dir")
 
 
 @dataclass
@@ -179,7 +171,7 @@ class EvalResult:
     """An evaluation result folder read for attribution."""
 
     directory: Path
-    record: dict
+    record: EvalRecord
     rows: list[EvalRow]
 
     def cells(self) -> list[str]:
@@ -213,9 +205,9 @@ def read_result(directory: str | Path, data: str | Path | None = None, cells: It
     record = read_json(directory / RECORD) if (directory / RECORD).is_file() else {}
     judgments = read_judgments(directory / JUDGMENTS) if (directory / JUDGMENTS).is_file() else {}
     wanted = set(cells) if cells else None
-    raw = [r for r in read_jsonl(gen_path, skip_bad=True) if wanted is None or first(r, "cell", "cell_name") in wanted]
+    raw = [r for r in read_jsonl(gen_path, skip_bad=True) if wanted is None or r.get("cell") in wanted]
     entries = None
-    if any(first(r, "source", "src") is None for r in raw):
+    if any(r.get("source") is None for r in raw):
         data = data or recorded_data(record)
         if data is None:
             raise ResultError(

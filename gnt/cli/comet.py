@@ -22,21 +22,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gnt.cli.convention import Command, Subject, run_help, schema_of
-from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.recipe import EXIT_USAGE, RecipeError
+from gnt.settings import BootstrapSettings
 
 
 @dataclass
-class CometCli:
-    """Keys of this command besides the xCOMET settings (gnt.comet.scorer.CometConfig)."""
+class CometCli(BootstrapSettings):
+    """Keys of this command besides the xCOMET settings (gnt.comet.scorer.CometConfig); the bootstrap keys are the
+    shared group's."""
 
     models: list[str] = field(default_factory=list, metadata={"help": "model folders to score; default all"})
     tiny: bool = field(default=False, metadata={"help": "score with the offline tiny XCOMET (smoke test)"})
     update_metrics: bool = field(default=True, metadata={
         "help": "fill the xcomet blocks of each model's metrics.json with the scores"})
-    bootstrap_samples: int = field(default=DEFAULT_SAMPLES, metadata={"help": "resamples of the confidence intervals"})
-    bootstrap_seed: int = field(default=DEFAULT_SEED, metadata={"help": "seed of the bootstrap resampling"})
-    alpha: float = field(default=DEFAULT_ALPHA, metadata={"help": "1 - confidence level of the intervals"})
 
 
 def command() -> Command:

@@ -27,7 +27,6 @@ The summary has the shape of :func:`gnt.evaluation.metrics.compute_metrics` (``c
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import subprocess
@@ -39,29 +38,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gnt.comet.env import ensure_comet_env, subprocess_env
 from gnt.evaluation.bootstrap import (
     DEFAULT_ALPHA,
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
-    cluster_sums,
-    estimate,
-    ratio,
-    resampling_weights,
+    block_seed,
+    mean_ci,
 )
-from gnt.io import append_jsonl, hash_json, read_json, read_jsonl, write_json, write_jsonl
+from gnt.filenames import CACHE_DIR, GENERATIONS, METRICS
+from gnt.filenames import XCOMET_CACHE as CACHE
+from gnt.filenames import XCOMET_LOG as LOG
+from gnt.filenames import XCOMET_ROWS as OUTPUT
+from gnt.filenames import XCOMET_SUMMARY as SUMMARY
+from gnt.io import hash_json, read_json, read_jsonl, write_json, write_jsonl
+from gnt.jsonl_cache import JsonlCache
+from gnt.results_schema import XCOMET_SUMMARY_FORMAT as SUMMARY_FORMAT
 from gnt.settings import BootstrapSettings
 
 RUNNER = Path(__file__).resolve().parent / "runner.py"
-GENERATIONS = "generations.jsonl"
-OUTPUT = "xcomet.jsonl"
-SUMMARY = "xcomet_summary.json"
-METRICS = "metrics.json"
-LOG = "xcomet.log"
-CACHE = Path("cache") / "xcomet.jsonl"
-SUMMARY_FORMAT = "gnt-align/xcomet-summary/1"
 EMPTY_TRANSLATION = "empty_translation"
 DEFAULT_MODEL = "Unbabel/XCOMET-XL"
 
@@ -77,6 +72,7 @@ class CometConfig:
     xcomet_model: str = DEFAULT_MODEL
     """Hub id (gated XCOMET models need an accepted licence + HF token), checkpoint file, or model folder."""
     xcomet_batch_size: int = 16
+    """Items per forward pass of the xCOMET model."""
     xcomet_gpus: int | None = None
     """CUDA devices for comet; None = every visible one (0 on a CPU machine); > 1 runs Lightning DDP."""
     xcomet_chunk_size: int = 50_000
@@ -86,7 +82,9 @@ class CometConfig:
     xcomet_auto_install: bool = True
     """Build the comet environment when it is missing (a few minutes, once); False fails with the command."""
     xcomet_timeout_s: float | None = None
+    """Seconds one runner call may take before it is stopped and reported (None: no limit)."""
     xcomet_progress: bool = False
+    """Show comet's own progress bars (off: one line per chunk)."""
 
     @classmethod
     def from_any(cls, config: Any = None) -> CometConfig:
@@ -147,28 +145,13 @@ def item_key(model_id: str, src: str, mt: str, ref: str) -> str:
     return hash_json({"model": model_id, "src": src, "mt": mt, "ref": ref})
 
 
-class CometCache:
-    """Scores by item key, persisted as JSON lines (appended per finished chunk; a truncated last line is skipped)."""
+class CometCache(JsonlCache[dict]):
+    """Scores by item key (``cache_key``), appended per finished chunk; without a path it lives in memory only."""
 
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self._records: dict[str, dict] = {}
-        if path is not None and path.is_file():
-            for record in read_jsonl(path, skip_bad=True):
-                if isinstance(record, dict) and "cache_key" in record:
-                    self._records[record["cache_key"]] = record
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._records
-
-    def get(self, key: str) -> dict | None:
-        return self._records.get(key)
+    key_field = "cache_key"
 
     def put_many(self, records: Sequence[dict]) -> None:
-        for record in records:
-            self._records[record["cache_key"]] = record
-        if self.path is not None:
-            append_jsonl(self.path, records)
+        self.append(records)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -284,24 +267,11 @@ def score_items(
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _seed(seed: int, name: str) -> int:
-    return int(hashlib.sha256(f"xcomet|{seed}|{name}".encode()).hexdigest()[:8], 16)
-
-
 def _mean_ci(rows: Sequence[dict], field: str, name: str, n_boot: int, seed: int, alpha: float) -> dict:
     """Mean of ``field`` with a percentile bootstrap CI, rows resampled by (lang, id) as in the grid metrics."""
-    values = [(r[field], (r["lang"], r["id"])) for r in rows if r[field] is not None]
-    if not values:
-        return {"value": None, "ci": None, "n": 0}
-    per_record = np.array([[v, 1.0] for v, _ in values], dtype=float)
-    clusters = [c for _, c in values]
-    sums = cluster_sums(per_record, clusters)
-    result = estimate(sums, ratio, resampling_weights(sums.shape[0], n_boot, _seed(seed, name)), alpha)
-    result["n"] = len(values)
-    if result["value"] is not None:
-        result["value"] = round(result["value"], 6)
-        result["ci"] = [round(x, 6) for x in result["ci"]]
-    return result
+    scored = [r for r in rows if r[field] is not None]
+    return mean_ci([r[field] for r in scored], [(r["lang"], r["id"]) for r in scored], n_boot,
+                   block_seed(seed, name, "xcomet"), alpha)
 
 
 def _block(rows: Sequence[dict], name: str, n_boot: int, seed: int, alpha: float) -> dict:
@@ -457,7 +427,7 @@ def find_model_dirs(results_dir: str | Path, models: Sequence[str] = ()) -> list
     found = [
         p.parent.relative_to(root).as_posix()
         for p in sorted(root.rglob(GENERATIONS))
-        if p.parent.relative_to(root).parts[:1] != CACHE.parts[:1]
+        if p.parent.relative_to(root).parts[:1] != (CACHE_DIR,)
     ]
     if models:
         missing = sorted(set(models) - set(found))

@@ -29,12 +29,12 @@ from gnt.data.errors import DataError
 from gnt.data.mgente import load_mgente
 from gnt.data.splits import SPLITS, Split, check_no_leak, split_entries
 from gnt.data.training_rows import DPO_KINDS, dpo_rows, sft_rows
+from gnt.filenames import MANIFEST
 from gnt.io import atomic_directory, read_json, sha256_file, write_json
 from gnt.paths import JUDGE_DIR, SAMPLE_DIR
 from gnt.prompts.grid import CONFIGS, SHOT_COUNTS, PromptGrid
 from gnt.records import environment_record
 
-MANIFEST = "manifest.json"
 MARKER = ".gnt-data-build"
 """Written into every build's output folder, listing the files the build wrote: the build replaces an existing
 ``--out`` only when this marker is there and the folder holds nothing else (a user's files are never deleted)."""

@@ -10,6 +10,7 @@ Percentile intervals; seeded, so the same records always give the same intervals
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
@@ -20,6 +21,25 @@ DEFAULT_SEED = 0
 DEFAULT_ALPHA = 0.05
 #: Replicates of a paired test called without a count: the p-value's resolution is 1 / (replicates + 1).
 DEFAULT_PAIRED_SAMPLES = 10_000
+
+
+def block_seed(seed: int, name: str, namespace: str | None = None) -> int:
+    """The resampling seed of one named block (a cell, a language, a subset) under the run's ``seed``.
+
+    Each block gets its own resamples, independent of the others yet the same whatever order blocks are computed
+    in, so a resumed or partial run reproduces every interval. ``namespace`` keeps the streams of two steps apart
+    (xCOMET's blocks are named like the grid's).
+    """
+    text = f"{seed}|{name}" if namespace is None else f"{namespace}|{seed}|{name}"
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+def rounded(result: dict, digits: int = 6) -> dict:
+    """An :func:`estimate` result with its value and interval rounded (in place) for the results files."""
+    if result.get("value") is not None:
+        result["value"] = round(result["value"], digits)
+        result["ci"] = [round(x, digits) for x in result["ci"]]
+    return result
 
 
 def resampling_weights(n_clusters: int, n_boot: int, seed: int) -> np.ndarray:
@@ -70,6 +90,20 @@ def estimate(
     replicates = replicates[~np.isnan(replicates)]
     low, high = np.percentile(replicates, [100 * alpha / 2, 100 * (1 - alpha / 2)]) if replicates.size else (point, point)
     return {"value": float(point), "ci": [float(low), float(high)], "n": n}
+
+
+def mean_ci(values: Sequence[float], clusters: Sequence[Hashable], n_boot: int, seed: int,
+            alpha: float = DEFAULT_ALPHA) -> dict:
+    """Mean of one value per record with its percentile CI (clusters resampled), rounded; ``n`` counts records.
+
+    The shape of every rate and mean the results files hold (``{"value", "ci", "n"}``), for steps that score each
+    record with one number (xCOMET segment scores, won preference pairs).
+    """
+    per_record = np.array([[v, 1.0] for v in values], dtype=float).reshape(-1, 2)
+    sums = cluster_sums(per_record, clusters)
+    result = estimate(sums, ratio, resampling_weights(sums.shape[0], n_boot, seed), alpha)
+    result["n"] = len(values)
+    return rounded(result)
 
 
 def paired_bootstrap(

@@ -6,7 +6,7 @@ loses at most the batch in flight and leaves at worst one truncated last line, w
 generations (a backend error) are not cached: a rerun retries them.
 
 Several processes may share one cache file (the workers of a sharded sweep, on one machine or on nodes sharing a
-filesystem): appends hold an exclusive ``flock`` and loads a shared one (:func:`gnt.io.append_jsonl`), so no
+filesystem): the file is a :class:`gnt.jsonl_cache.JsonlCache`, whose appends and loads are locked, so no
 record is lost or torn. Each process sees the entries present when it loaded the file plus its own; the merge step
 of a sharded sweep loads the file again to see everyone's.
 
@@ -16,49 +16,28 @@ the one :class:`GenerationBackend` interface and count hits and misses for their
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
-from pathlib import Path
+from typing import Any
 
 from gnt.generation.base import Generation, GenerationBackend, GenerationRequest
-from gnt.io import append_jsonl, read_jsonl
+from gnt.jsonl_cache import JsonlCache
 
 
-class GenerationCache:
+class GenerationCache(JsonlCache[Generation]):
     """``key -> Generation`` backed by one JSONL file; safe to share between threads and between processes."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._entries: dict[str, Generation] = {}
-        self._lock = threading.Lock()
-        if self.path.is_file():
-            for record in read_jsonl(self.path, skip_bad=True, shared_lock=True):
-                if isinstance(record, dict) and isinstance(record.get("key"), str) and "text" in record:
-                    self._entries[record["key"]] = Generation(
-                        record["text"], None, record.get("n_tokens"), record.get("finish_reason")
-                    )
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._entries
-
-    def get(self, key: str) -> Generation | None:
-        return self._entries.get(key)
+    def decode(self, record: dict[str, Any]) -> Generation | None:
+        if "text" not in record:
+            return None
+        return Generation(record["text"], None, record.get("n_tokens"), record.get("finish_reason"))
 
     def put_many(self, items: Sequence[tuple[str, Generation]], model_id: str | None = None) -> None:
         """Append the successful generations of one batch in a single write."""
-        fresh = [(k, g) for k, g in items if g.error is None and k not in self._entries]
-        if not fresh:
-            return
-        records = [
+        self.append(
             {"key": k, "model_id": model_id, "text": g.text, "n_tokens": g.n_tokens, "finish_reason": g.finish_reason}
-            for k, g in fresh
-        ]
-        with self._lock:
-            append_jsonl(self.path, records)
-            self._entries.update(fresh)
+            for k, g in items
+            if g.error is None and k not in self
+        )
 
 
 class CachedBackend(GenerationBackend):

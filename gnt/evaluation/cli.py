@@ -56,16 +56,17 @@ class EvalCommand:
 
 
 def command_help(prog: str, summary: str, schema: RecipeSchema) -> str:
-    """``--help`` from the schema itself: every key with its default and meaning, grouped by the class owning it."""
-    lines = [f"usage: {prog} [RECIPE] [key=value ...]", "", summary, "",
-             "Every setting is a recipe key, also given as key=value or --key value:"]
+    """``--help`` from the schema itself, in every command's layout: every key with its default and meaning,
+    grouped by the class owning it."""
+    from gnt.cli.help import CONVENTION, keys_section
+
+    blocks = [f"usage: {prog} [RECIPE] [key=value ...]", summary.strip(),
+              "positional:\n  RECIPE\n      a YAML file of the same keys"]
     for owner in dict.fromkeys(spec.owner for spec in schema.keys.values()):
-        lines.append(f"\n  {owner}:")
-        for spec in (s for s in schema.keys.values() if s.owner == owner):
-            default = "null" if spec.default is None else spec.default
-            text = f"    {spec.name} [{default}]"
-            lines.append(f"{text:<44} {spec.help}".rstrip() if spec.help else text)
-    return "\n".join(lines)
+        owned = RecipeSchema({name: spec for name, spec in schema.keys.items() if spec.owner == owner})
+        blocks.append(keys_section(f"{owner} keys", owned))
+    blocks.append(CONVENTION + " A mapping key's entry is set as KEY.ENTRY=value (judge.judge=lexical).")
+    return "\n\n".join(blocks)
 
 
 def _is_mapping_key(schema: RecipeSchema, key: str) -> bool:

@@ -53,7 +53,7 @@ class EvalConfig(BackendSettings, DecodingSettings, BootstrapSettings, OutputSet
     model: str | None = field(
         default=None, metadata={"help": "base model (hub id, folder, gnt:tiny or gnt:smollm); else from the runs"}
     )
-    include_base: bool = True
+    include_base: bool = field(default=True, metadata={"help": "also evaluate the base model the adapters train"})
     mgente: str | None = field(default=None, metadata={"help": "rows: mGeNTE path or hub id (base-only sweeps)"})
     rows_per_lang: int | None = field(default=None, metadata={"help": "evaluate only the first N rows per language"})
     split: Literal["test", "dev"] = field(
@@ -68,13 +68,17 @@ class EvalConfig(BackendSettings, DecodingSettings, BootstrapSettings, OutputSet
     preference_pairs_per_kind: int | None = field(
         default=None, metadata={"help": "score at most N held-out pairs per language and pair kind (null: all)"}
     )
-    allow_leakage: bool = False
+    allow_leakage: bool = field(default=False, metadata={
+        "help": "evaluate even when evaluated sources occur in the model's training data (the report flags it)"})
     # the grid (docs/prompt-grid.md)
-    langs: list[str] = field(default_factory=lambda: list(LANGUAGES), metadata={"choices": LANGUAGES})
-    configs: list[str] = field(default_factory=lambda: list(CONFIGS), metadata={"choices": CONFIGS})
-    shots: list[int] = field(default_factory=lambda: list(SHOT_COUNTS), metadata={"choices": SHOT_COUNTS})
-    grid_seed: int = DEFAULT_SHOT_SEED
-    prompts_dir: str | None = None
+    langs: list[str] = field(default_factory=lambda: list(LANGUAGES), metadata={
+        "choices": LANGUAGES, "help": "target languages of the grid"})
+    configs: list[str] = field(default_factory=lambda: list(CONFIGS), metadata={
+        "choices": CONFIGS, "help": "prompt configurations: G+S, G (guidelines), S (system role), None"})
+    shots: list[int] = field(default_factory=lambda: list(SHOT_COUNTS), metadata={
+        "choices": SHOT_COUNTS, "help": "demonstrations per prompt"})
+    grid_seed: int = field(default=DEFAULT_SHOT_SEED, metadata={"help": "seed that picks the demonstrations of each cell"})
+    prompts_dir: str | None = field(default=None, metadata={"help": "folder of prompt texts (null: the bundled ones)"})
     system_role: SystemRole = field(default="auto", metadata={"help": SYSTEM_ROLE_HELP})
     constrained: bool = field(default=True, metadata={"help": "decode under the grid's output-format regex"})
     # scale-out

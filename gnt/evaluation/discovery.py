@@ -21,11 +21,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gnt.filenames import RUN_RECORD
 from gnt.generation.base import Adapter
 from gnt.generation.identity import adapter_weights_hash, is_adapter_dir
 from gnt.recipe import RecipeError
 
-RUN_RECORD = "gnt_run.json"
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
 

@@ -14,14 +14,16 @@ from gnt.data.entry import Entry
 from gnt.generation.base import Generation
 from gnt.output_format import extract
 from gnt.prompts.grid import Cell, GridPrompt
+from gnt.results_schema import GENERATION_FORMAT as RECORD_FORMAT
+from gnt.results_schema import GenerationRecord
 
 GENERATION_FAILED = "generation_failed"
-RECORD_FORMAT = "gnt-align/eval-generation/1"
+__all__ = ["GENERATION_FAILED", "RECORD_FORMAT", "generation_record"]
 
 
 def generation_record(
     entry: Entry, cell: Cell, prompt: GridPrompt, key: str, generation: Generation, model: str
-) -> dict:
+) -> GenerationRecord:
     """The record of one generation; extraction never raises (errors are codes, counted by the metrics)."""
     if generation.error is not None:
         label, translation, error = None, None, GENERATION_FAILED

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gnt.evaluation.discovery import ModelUnderTest
+from gnt.filenames import MANIFEST
 
 
 class LeakageError(RuntimeError):
@@ -44,7 +45,7 @@ def training_source_keys(model: ModelUnderTest) -> tuple[set[str] | None, str | 
     if isinstance(keys, list):
         return set(map(str, keys)), "gnt_run.json train_source_keys"
     data_dir = record.get("data_dir")
-    manifest = Path(data_dir) / "manifest.json" if data_dir else None
+    manifest = Path(data_dir) / MANIFEST if data_dir else None
     if manifest is not None and manifest.is_file():
         data = json.loads(manifest.read_text(encoding="utf-8"))
         by_split = data.get("source_keys", {})

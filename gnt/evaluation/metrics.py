@@ -21,7 +21,6 @@ and without a judgment are left out and counted as ``n_unjudged``.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -32,28 +31,16 @@ from gnt.evaluation.bootstrap import (
     DEFAULT_PAIRED_SAMPLES,
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
+    block_seed,
     cluster_sums,
     estimate,
     macro_f1,
     paired_bootstrap,
     ratio,
     resampling_weights,
+    rounded,
 )
-
-METRICS_FORMAT = "gnt-align/eval-metrics/1"
-_DIGITS = 6
-
-
-def _seed(seed: int, name: str) -> int:
-    """A per-block seed: blocks get independent but reproducible resamples."""
-    return int(hashlib.sha256(f"{seed}|{name}".encode()).hexdigest()[:8], 16)
-
-
-def _round(result: dict) -> dict:
-    if result.get("value") is not None:
-        result["value"] = round(result["value"], _DIGITS)
-        result["ci"] = [round(x, _DIGITS) for x in result["ci"]]
-    return result
+from gnt.results_schema import METRICS_FORMAT, Metrics, MetricsBlock
 
 
 def _column(records: Sequence[Mapping], key: str) -> np.ndarray:
@@ -76,7 +63,7 @@ class _Block:
         self.records = records
         self.alpha = alpha
         self.clusters = [(r["lang"], r["id"]) for r in records]
-        self.weights = resampling_weights(len(set(self.clusters)), n_boot, _seed(seed, name))
+        self.weights = resampling_weights(len(set(self.clusters)), n_boot, block_seed(seed, name))
 
     def estimate(self, columns: Sequence[np.ndarray], statistic, included: np.ndarray | None = None) -> dict:
         per_record = np.stack(columns, axis=1).astype(float) if len(self.records) else np.zeros((0, len(columns)))
@@ -84,13 +71,13 @@ class _Block:
         result["n"] = int(included.sum()) if included is not None else len(self.records)
         if result["n"] == 0:
             result.update(value=None, ci=None)
-        return _round(result)
+        return rounded(result)
 
     def rate(self, hits: np.ndarray, included: np.ndarray) -> dict:
         return self.estimate([hits & included, included], ratio, included)
 
 
-def _block_metrics(records: Sequence[Mapping], judgments, name: str, n_boot: int, seed: int, alpha: float) -> dict:
+def _block_metrics(records: Sequence[Mapping], judgments, name: str, n_boot: int, seed: int, alpha: float) -> MetricsBlock:
     block = _Block(records, name, n_boot, seed, alpha)
     n = len(records)
     is_g = _column(records, "set") == "Set-G"
@@ -108,7 +95,7 @@ def _block_metrics(records: Sequence[Mapping], judgments, name: str, n_boot: int
         predicted, actual = pred == label, gold == label
         f1_columns += [predicted & actual, predicted & ~actual, actual & ~predicted]
 
-    result = {
+    result: MetricsBlock = {
         "n": n,
         "extraction_errors": {
             "n": int((~ok).sum()),
@@ -155,7 +142,7 @@ def compute_metrics(
     n_boot: int = DEFAULT_SAMPLES,
     seed: int = DEFAULT_SEED,
     alpha: float = DEFAULT_ALPHA,
-) -> dict:
+) -> Metrics:
     """Metrics per cell, per language and overall from generation records (+ optional judgments by record key)."""
     records = list(records)
     by_cell: dict[str, list] = defaultdict(list)
@@ -163,7 +150,7 @@ def compute_metrics(
     for record in records:
         by_cell[record["cell"]].append(record)
         by_lang[record["lang"]].append(record)
-    def block(rs: list, name: str) -> dict:
+    def block(rs: list, name: str) -> MetricsBlock:
         return _block_metrics(rs, judgments, name, n_boot, seed, alpha)
 
     return {

@@ -14,23 +14,25 @@ Per model folder: ``preference.jsonl`` (one line per pair) and a ``preference_ac
 from __future__ import annotations
 
 import logging
-import threading
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from gnt.evaluation.bootstrap import cluster_sums, estimate, ratio, resampling_weights
+from gnt.evaluation.bootstrap import mean_ci
+from gnt.filenames import PREFERENCE as PREFERENCE  # re-exported: sweep.py and the report import it from here
+from gnt.filenames import PREFERENCE_CACHE
 from gnt.generation.base import Adapter, GenerationBackend
 from gnt.generation.scoring import CompletionScore, ScoreRequest, score_completions
-from gnt.io import append_jsonl, hash_json, read_jsonl
+from gnt.io import hash_json, read_jsonl
+from gnt.jsonl_cache import JsonlCache
+from gnt.results_schema import PREFERENCE_FORMAT
 
 log = logging.getLogger("gnt.evaluation")
 
-PREFERENCE = "preference.jsonl"
-SCORE_CACHE = "preference_cache.jsonl"
-PREFERENCE_FORMAT = "gnt-align/preference/1"
+SCORE_CACHE = PREFERENCE_CACHE  # the name sweep.py imports
 
 
 def pairs_path(data_dir: str | Path, split: str) -> Path:
@@ -77,27 +79,16 @@ def _prompt(turns: Sequence[Mapping]) -> tuple[tuple[str, str], ...]:
     return tuple((str(m["role"]), str(m["content"])) for m in turns)
 
 
-class ScoreCache:
+class ScoreCache(JsonlCache[CompletionScore]):
     """``key -> CompletionScore`` in one append-only JSONL (failed scores are not stored: a rerun retries them)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._entries: dict[str, CompletionScore] = {}
-        self._lock = threading.Lock()
-        if self.path.is_file():
-            for record in read_jsonl(self.path, skip_bad=True):
-                if isinstance(record, dict) and isinstance(record.get("key"), str):
-                    self._entries[record["key"]] = CompletionScore(float(record["logprob"]), int(record["n_tokens"]))
-
-    def get(self, key: str) -> CompletionScore | None:
-        return self._entries.get(key)
+    def decode(self, record: dict[str, Any]) -> CompletionScore | None:
+        return CompletionScore(float(record["logprob"]), int(record["n_tokens"]))
 
     def put_many(self, items: Sequence[tuple[str, CompletionScore]]) -> None:
-        fresh = [(k, s) for k, s in items if s.error is None and k not in self._entries]
-        if fresh:
-            with self._lock:
-                append_jsonl(self.path, [{"key": k, "logprob": s.logprob, "n_tokens": s.n_tokens} for k, s in fresh])
-                self._entries.update(fresh)
+        self.append(
+            {"key": k, "logprob": s.logprob, "n_tokens": s.n_tokens} for k, s in items if s.error is None and k not in self
+        )
 
 
 def score_key(model_id: str, request: ScoreRequest) -> str:
@@ -156,16 +147,8 @@ def preference_metrics(records: Sequence[dict], *, n_boot: int, seed: int, alpha
     """Preference accuracy overall, per kind and per language, with bootstrap CIs over rows (errors count as lost)."""
 
     def block(subset: Sequence[dict], name: str) -> dict:
-        clusters = [(r["lang"], r["id"]) for r in subset]
-        values = np.array([[float(bool(r["won"])), 1.0] for r in subset]).reshape(-1, 2)
-        sums = cluster_sums(values, clusters)
-        weights = resampling_weights(sums.shape[0], n_boot, int(hash_json([seed, name])[:8], 16))
-        result = estimate(sums, ratio, weights, alpha)
-        result["n"] = len(subset)
-        if result["value"] is not None:
-            result["value"] = round(result["value"], 6)
-            result["ci"] = [round(x, 6) for x in result["ci"]]
-        return result
+        return mean_ci([float(bool(r["won"])) for r in subset], [(r["lang"], r["id"]) for r in subset], n_boot,
+                       int(hash_json([seed, name])[:8], 16), alpha)
 
     by_kind: dict[str, list[dict]] = defaultdict(list)
     by_lang: dict[str, list[dict]] = defaultdict(list)

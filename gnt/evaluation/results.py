@@ -20,16 +20,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
+from gnt.filenames import GENERATION_CACHE as CACHE
+from gnt.filenames import GENERATIONS, METRICS, RECORD, SUMMARY
 from gnt.io import file_lock, read_json, read_jsonl, write_json
+from gnt.results_schema import METRIC_SECTIONS, SUMMARY_FORMAT, EvalRecord, Metrics, Summary, SummaryEntry
 
 log = logging.getLogger("gnt.evaluation")
-
-GENERATIONS = "generations.jsonl"
-METRICS = "metrics.json"
-RECORD = "record.json"
-SUMMARY = "summary.json"
-CACHE = Path("cache") / "generations.jsonl"
-SUMMARY_FORMAT = "gnt-align/eval-summary/1"
+#: Re-exported for the sweep, which imports the names from here.
+__all__ = ["CACHE", "GENERATIONS", "METRICS", "RECORD", "SUMMARY", "SUMMARY_FORMAT", "cache_path", "headline",
+           "load_generations", "load_summary", "model_dir", "recompute_metrics", "update_summary"]
 
 
 def model_dir(out_dir: str | Path, name: str) -> Path:
@@ -45,11 +44,11 @@ def load_generations(folder: str | Path) -> list[dict]:
     return read_jsonl(Path(folder) / GENERATIONS)
 
 
-def load_summary(out_dir: str | Path) -> dict:
+def load_summary(out_dir: str | Path) -> Summary:
     """``summary.json``, or an empty one when it is missing or unreadable (it is an index, rebuilt by each sweep;
     the report lists the model folders themselves)."""
     path = Path(out_dir) / SUMMARY
-    empty = {"format": SUMMARY_FORMAT, "models": []}
+    empty: Summary = {"format": SUMMARY_FORMAT, "cache": str(CACHE), "models": []}
     if not path.is_file():
         return empty
     try:
@@ -63,7 +62,7 @@ def load_summary(out_dir: str | Path) -> dict:
     return summary
 
 
-def headline(metrics: dict) -> dict:
+def headline(metrics: Metrics) -> dict:
     """The few overall numbers a summary or table shows."""
     overall = metrics["overall"]
     return {
@@ -77,7 +76,7 @@ def headline(metrics: dict) -> dict:
     }
 
 
-def update_summary(out_dir: str | Path, entries: list[dict]) -> Path:
+def update_summary(out_dir: str | Path, entries: list[SummaryEntry]) -> Path:
     """Merge this sweep's model entries into ``summary.json`` (a model evaluated again replaces its entry)."""
     path = Path(out_dir) / SUMMARY
     with file_lock(path.with_name(SUMMARY + ".lock")):  # concurrent sweeps on one folder must not drop entries
@@ -87,13 +86,14 @@ def update_summary(out_dir: str | Path, entries: list[dict]) -> Path:
             e for e in summary["models"]
             if isinstance(e, dict) and e.get("name") not in fresh and (Path(out_dir) / str(e.get("record"))).is_file()
         ]
-        write_json(path, {"format": SUMMARY_FORMAT, "cache": str(CACHE), "models": kept + entries})
+        fresh_summary: Summary = {"format": SUMMARY_FORMAT, "cache": str(CACHE), "models": kept + entries}
+        write_json(path, fresh_summary)
     return path
 
 
 def recompute_metrics(
     folder: str | Path, judgments: Mapping[str, Mapping] | None = None, *, write: bool = True
-) -> dict:
+) -> Metrics:
     """Recompute a model folder's ``metrics.json`` from its generations (+ judgments keyed by record ``key``).
 
     The judge step calls this to fill ``gnt_accuracy`` and ``coherence``. Bootstrap settings come from the folder's
@@ -103,14 +103,14 @@ def recompute_metrics(
     from gnt.evaluation.metrics import compute_metrics
 
     folder = Path(folder)
-    record = read_json(folder / RECORD)
+    record: EvalRecord = read_json(folder / RECORD)
     recipe = record.get("eval_recipe", {})
     metrics = compute_metrics(
         load_generations(folder), judgments, n_boot=recipe.get("bootstrap_samples", DEFAULT_SAMPLES),
         seed=recipe.get("bootstrap_seed", DEFAULT_SEED), alpha=recipe.get("alpha", DEFAULT_ALPHA),
     )
     old = read_json(folder / METRICS) if (folder / METRICS).is_file() else {}
-    for group in ("cells", "languages"):
+    for group in METRIC_SECTIONS:
         for name, block in metrics[group].items():
             block["xcomet"] = old.get(group, {}).get(name, {}).get("xcomet")
     metrics["overall"]["xcomet"] = old.get("overall", {}).get("xcomet")

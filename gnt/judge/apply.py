@@ -37,6 +37,8 @@ from gnt.data.entry import Entry
 from gnt.data.errors import DataError
 from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.evaluation.driver import run_folders
+from gnt.filenames import GENERATIONS, JUDGE_CACHE, JUDGMENTS, LEXICAL_JUDGMENTS, METRICS, RECORD
+from gnt.filenames import JUDGE_SUMMARY as SUMMARY
 from gnt.io import read_json, read_jsonl, write_json, write_jsonl
 from gnt.judge.agreement import binary_agreement
 from gnt.judge.lexical import LexicalJudge, LexicalJudgment
@@ -44,13 +46,8 @@ from gnt.judge.llm_judge import JudgeItem, Judgment, LLMJudge
 
 log = logging.getLogger(__name__)
 
-GENERATIONS = "generations.jsonl"
-METRICS = "metrics.json"
-JUDGMENTS = "judgments.jsonl"
-LEXICAL_JUDGMENTS = "judgments-lexical.jsonl"
-SUMMARY = "judge_summary.json"
-RECORD = "record.json"
-CACHE = "cache/judgments.jsonl"
+#: The judge cache's place in a results folder (gnt/cli/judge.py imports it from here).
+CACHE = JUDGE_CACHE
 
 
 def find_model_dirs(results_dir: str | Path, models: Sequence[str] = ()) -> list[tuple[str, Path]]:

@@ -52,14 +52,19 @@ class JudgeRecipe(BackendSettings, DecodingSettings):
     judge_retries: int = field(
         default=JudgeConfig.max_retries, metadata={"help": "asks again after a reply that does not parse (or a backend failure), each warmer"}
     )
-    temperature: float = JudgeConfig.temperature
-    temperature_step: float = JudgeConfig.temperature_step
-    seed: int = JudgeConfig.seed
-    schema_variant: Literal["auto", "full", "strict"] = JudgeConfig.schema_variant
-    retry_errors: bool = JudgeConfig.retry_errors
-    n_exemplars: int | None = JudgeConfig.n_exemplars
-    prompts_dir: str | None = None
-    exemplars_dir: str | None = None
+    temperature: float = field(default=JudgeConfig.temperature, metadata={"help": "sampling temperature of the first ask"})
+    temperature_step: float = field(default=JudgeConfig.temperature_step, metadata={
+        "help": "added to the temperature at each re-ask, so a re-ask is a new request (and cache key)"})
+    seed: int = field(default=JudgeConfig.seed, metadata={"help": "sampling seed of the judge"})
+    schema_variant: Literal["auto", "full", "strict"] = field(default=JudgeConfig.schema_variant, metadata={
+        "help": "JSON schema of the reply: full (with bounds), strict (no array/string bounds, for OpenAI-style "
+                "servers), auto: strict on http, else full"})
+    retry_errors: bool = field(default=JudgeConfig.retry_errors, metadata={
+        "help": "judge anew the items whose cached judgment is a judge error (false: keep them as errors)"})
+    n_exemplars: int | None = field(default=JudgeConfig.n_exemplars, metadata={
+        "help": "exemplars (shots) in the judge prompt (null: every exemplar of the format)"})
+    prompts_dir: str | None = field(default=None, metadata={"help": "folder of judge prompt files (null: the bundled ones)"})
+    exemplars_dir: str | None = field(default=None, metadata={"help": "folder of judge exemplars (null: the bundled ones)"})
     judge_resources: str | None = field(
         default=None, metadata={"help": "a folder in the fbk-NEUTR-evAL layout (prompts/, shots/): replaces prompts_dir/exemplars_dir"}
     )
@@ -70,14 +75,15 @@ class JudgeRecipe(BackendSettings, DecodingSettings):
     # what to judge
     models: list[str] = field(default_factory=list, metadata={"help": "judge only these model folders"})
     data: str | None = field(default=None, metadata={"help": "mGeNTE path: references (validate), gendered words"})
-    langs: list[str] = field(default_factory=lambda: list(LANGUAGES), metadata={"choices": LANGUAGES})
+    langs: list[str] = field(default_factory=lambda: list(LANGUAGES), metadata={
+        "choices": LANGUAGES, "help": "languages to judge, validate or check"})
     lexical_check: bool = field(default=True, metadata={"help": "also run the lexical judge and report agreement"})
     validation: str | None = field(default=None, metadata={"help": "a validation JSON to attach to the metrics"})
     # validation on a gold TSV
-    tsv: str | None = None
+    tsv: str | None = field(default=None, metadata={"help": "validate: a gold TSV of human labels to score the judge on"})
     lang: str | None = field(default=None, metadata={"help": "language of a gold TSV without a lang column"})
     out: str | None = field(default=None, metadata={"help": "validate: where to write the JSON report"})
-    recipe: str | None = None
+    recipe: str | None = field(default=None, metadata={"help": "the recipe file these keys came from (set by the command)"})
 
     def judge_config(self, fmt: str | None = None) -> JudgeConfig:
         return JudgeConfig(

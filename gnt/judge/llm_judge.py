@@ -22,11 +22,11 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationBackend, GenerationRequest
-from gnt.io import append_jsonl, hash_json, read_jsonl
+from gnt.io import hash_json
+from gnt.jsonl_cache import JsonlCache
 from gnt.judge.prompts import JudgePrompt, load_prompt
 from gnt.judge.schema import (
     DEFAULT_FORMAT,
@@ -178,33 +178,17 @@ def judgment_key(judge_model: str, fmt: str, prompt_fingerprint: str, item: Judg
     )
 
 
-class JudgeCache:
+class JudgeCache(JsonlCache[dict]):
     """Judgments by cache key, persisted as JSON lines (appended as they complete; a killed run keeps its work).
 
-    Without a path the cache lives in memory only. A truncated last line (a killed writer) is skipped; a key seen
-    twice keeps its last record, so a later successful retry of a cached ``judge_error`` wins.
+    Without a path the cache lives in memory only. A key seen twice keeps its last record, so a later successful
+    retry of a cached ``judge_error`` wins (:class:`gnt.jsonl_cache.JsonlCache`).
     """
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else None
-        self._records: dict[str, dict[str, Any]] = {}
-        if self.path is not None and self.path.is_file():
-            for record in read_jsonl(self.path, skip_bad=True):
-                if isinstance(record, dict) and "cache_key" in record:
-                    self._records[record["cache_key"]] = record
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        return self._records.get(key)
+    key_field = "cache_key"
 
     def put(self, judgments: Iterable[Judgment]) -> None:
-        records = [j.to_record() for j in judgments]
-        for record in records:
-            self._records[record["cache_key"]] = record
-        if self.path is not None and records:
-            append_jsonl(self.path, records)
-
-    def __len__(self) -> int:
-        return len(self._records)
+        self.append(j.to_record() for j in judgments)
 
 
 @dataclass

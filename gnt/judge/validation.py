@@ -28,7 +28,14 @@ import numpy as np
 
 from gnt.data.entry import LANGUAGES, Entry
 from gnt.data.errors import DataError
-from gnt.evaluation.bootstrap import cluster_sums, estimate, macro_f1, ratio, resampling_weights
+from gnt.evaluation.bootstrap import (
+    DEFAULT_SAMPLES,
+    cluster_sums,
+    estimate,
+    macro_f1,
+    ratio,
+    resampling_weights,
+)
 from gnt.judge.agreement import classification_report
 from gnt.judge.gold import GoldRow, GoldSet, read_gold
 from gnt.judge.llm_judge import JudgeItem
@@ -196,7 +203,7 @@ def reference_table(report: dict[str, Any]) -> str:
 TSV_COLUMNS = ("source", "translation", "gold")
 #: What a classifier returns for an item it declines to judge (the lexical judge without known words).
 ABSTAIN = "ABSTAIN"
-N_BOOT = 1000
+N_BOOT = DEFAULT_SAMPLES
 
 
 def read_gold_tsv(path: str | Path, default_lang: str | None = None) -> list[GoldRow]:

@@ -37,9 +37,10 @@ from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from gnt.filenames import RUN_RECORD
+
 log = logging.getLogger(__name__)
 
-RUN_RECORD = "gnt_run.json"
 QUEUE_ENTRY = "queue_entry.json"
 END_MARKER = "TRAINING_DONE.json"
 #: Files of a Trainer checkpoint that evaluation never reads (optimizer/scheduler/RNG/scaler state, DeepSpeed shards).

@@ -2,8 +2,8 @@
 
 The results folder is written by several steps run separately (grid sweep, judge, xCOMET, attribution, templated
 suite), any of which may not have run yet, so every optional part is read tolerantly: a missing file becomes
-``None``/empty and the report says "not run" instead of failing. Field names are read through small alias lists
-(:func:`first`), so a renamed field in a producer degrades one cell of the report, not the whole build.
+``None``/empty and the report says "not run" instead of failing. Each field is read by the one name its producer
+writes, as :mod:`gnt.results_schema` declares it; the file names are those of :mod:`gnt.filenames`.
 
 Layout (``<out>/``):
 
@@ -12,76 +12,62 @@ Layout (``<out>/``):
   Names may contain ``/`` (``sft/checkpoint-8``).
 - ``<model>/record.json`` (model, adapter, backend, decoding, shot orders, ``global_step``, leakage),
   ``metrics.json`` (blocks per cell / language / overall), ``generations.jsonl``, ``judgments.jsonl``,
-  ``xcomet.jsonl`` + an xCOMET summary, ``attribution/**`` and ``templated/**`` (tidy data + PNGs).
+  ``xcomet.jsonl`` + ``xcomet_summary.json``, ``preference.jsonl``, ``attribution/**`` and ``templated/**``
+  (tidy data + PNGs).
 - judge validation JSON files anywhere under the folder (``*judge*valid*.json``, ``validation*.json``).
 
 The central table is :attr:`Results.metrics`: one :class:`MetricRow` per (model, scope, cell/language, metric,
-group) with value and 95% CI, flattened from each ``metrics.json`` whatever its nesting.
+group) with value and 95% CI, flattened from each ``metrics.json``'s ``cells``, ``languages`` and ``overall``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gnt.evaluation.preference import PREFERENCE
-from gnt.io import (
-    first,
-    read_json,
+from gnt.evaluation.bootstrap import DEFAULT_ALPHA
+from gnt.filenames import (
+    ATTRIBUTION_DIR,
+    CACHE_DIR,
+    GENERATIONS,
+    JUDGMENTS,
+    METRICS,
+    PREFERENCE,
+    RECORD,
+    RUN_RECORD,
+    SUMMARY,
+    TEMPLATED_DIR,
+    TEMPLATED_OUTPUTS,
+    TEMPLATED_SUITE_DIR,
+    XCOMET_ROWS,
+    XCOMET_SUMMARY,
+)
+from gnt.io import read_json
+from gnt.jsonl_cache import iter_jsonl
+from gnt.results_schema import (
+    EvalRecord,
+    GenerationRecord,
+    Judgment,
+    Metrics,
+    TemplatedMetrics,
+    XcometSummary,
+    number,
+    read_stat,
+    summary_model_names,
 )
 
-GENERATIONS = "generations.jsonl"
-JUDGMENTS = "judgments.jsonl"
-METRICS = "metrics.json"
-RECORD = "record.json"
-XCOMET_ROWS = "xcomet.jsonl"
-RUN_RECORD = "gnt_run.json"
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)")
 log = logging.getLogger(__name__)
-_VALUE_KEYS = ("value", "estimate", "point", "mean", "accuracy", "score", "rate", "system_score", "system")
-_CI_PAIRS = (("lo", "hi"), ("low", "high"), ("ci_low", "ci_high"), ("ci_lo", "ci_hi"), ("lower", "upper"))
-#: Keys of a metrics block that describe the block itself, not a metric.
-_BLOCK_META = {"cell", "lang", "language", "config", "shots", "name", "scope", "model", "set_names"}
+#: Keys of a metrics block that are not metrics (the grid blocks carry none today; tidy sub-blocks may).
+_BLOCK_META = {"format"}
 
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return None if isinstance(value, float) and math.isnan(value) else float(value)
-    return None
-
-
-def parse_stat(value: Any) -> tuple[float, float | None, float | None, int | None] | None:
-    """``(value, lo, hi, n)`` from a number or a stat object (``{"value", "ci": [lo, hi], "n"}`` and aliases)."""
-    number = _num(value)
-    if number is not None:
-        return number, None, None, None
-    if not isinstance(value, dict):
-        return None
-    point = next((_num(value[k]) for k in _VALUE_KEYS if _num(value.get(k)) is not None), None)
-    if point is None:
-        return None
-    lo = hi = None
-    ci = first(value, "ci", "ci95", "ci_95", "interval", "bootstrap_ci")
-    if isinstance(ci, (list, tuple)) and len(ci) == 2:
-        lo, hi = _num(ci[0]), _num(ci[1])
-    elif isinstance(ci, dict):
-        lo, hi = _num(first(ci, "lo", "low", "lower")), _num(first(ci, "hi", "high", "upper"))
-    if lo is None:
-        for low_key, high_key in _CI_PAIRS:
-            if _num(value.get(low_key)) is not None:
-                lo, hi = _num(value.get(low_key)), _num(value.get(high_key))
-                break
-    n = value.get("n", value.get("count"))
-    return point, lo, hi, n if isinstance(n, int) and not isinstance(n, bool) else None
+#: ``(value, lo, hi, n)`` of a number or a ``{"value", "ci", "n"}`` estimate (the one stat shape the project writes).
+parse_stat = read_stat
 
 
 @dataclass(frozen=True)
@@ -124,7 +110,7 @@ def flatten_block(block: Any, model: str, scope: str, lang: str | None, cell: st
             return
         if isinstance(value, dict):
             for key, sub in value.items():
-                if key in ("ci", "ci95", "lo", "hi") or str(key).startswith("_"):
+                if key == "ci" or str(key).startswith("_"):
                     continue
                 walk(sub, metric, [*group, str(key)])
 
@@ -137,28 +123,15 @@ def flatten_block(block: Any, model: str, scope: str, lang: str | None, cell: st
     return rows
 
 
-def _named_blocks(container: Any, name_keys: tuple[str, ...]) -> Iterable[tuple[str, dict]]:
-    """Blocks keyed by name (``{"it/G+S/4": {...}}``) or listed with a name field (``[{"cell": ..., ...}]``)."""
-    if isinstance(container, dict):
-        for name, block in container.items():
-            if isinstance(block, dict):
-                yield str(name), block
-    elif isinstance(container, list):
-        for block in container:
-            name = first(block, *name_keys) if isinstance(block, dict) else None
-            if name is not None:
-                yield str(name), block
-
-
-def flatten_metrics(metrics: dict, model: str) -> list[MetricRow]:
-    """Tidy rows of a ``metrics.json``: per cell, per language and overall blocks, whatever their nesting."""
+def flatten_metrics(metrics: Metrics, model: str) -> list[MetricRow]:
+    """Tidy rows of a ``metrics.json``: its ``cells`` and ``languages`` blocks (by name), ``overall`` and the
+    ``preference_accuracy`` block."""
     rows: list[MetricRow] = []
-    for cell, block in _named_blocks(first(metrics, "cells", "per_cell", default={}), ("cell", "name")):
+    for cell, block in (metrics.get("cells") or {}).items():
         rows.extend(flatten_block(block, model, "cell", cell.split("/")[0], cell))
-    languages = first(metrics, "languages", "per_language", "langs", "by_language", default={})
-    for lang, block in _named_blocks(languages, ("lang", "language", "name")):
+    for lang, block in (metrics.get("languages") or {}).items():
         rows.extend(flatten_block(block, model, "language", lang, None))
-    overall = first(metrics, "overall", "all", "total")
+    overall = metrics.get("overall")
     if isinstance(overall, dict):
         rows.extend(flatten_block(overall, model, "overall", None, None))
     preference = metrics.get("preference_accuracy")
@@ -177,19 +150,19 @@ class ModelResult:
 
     name: str
     directory: Path
-    record: dict = field(default_factory=dict)
-    metrics: dict | None = None
+    record: EvalRecord = field(default_factory=dict)  # type: ignore[assignment]
+    metrics: Metrics | None = None
     generations: list[dict] = field(default_factory=list)  # slim: the fields tests and joins need (SLIM_FIELDS)
-    samples: list[dict] = field(default_factory=list)  # full records of the first rows of each cell and set
-    judgments: list[dict] = field(default_factory=list)  # slim, plus phrases for the sample rows
-    xcomet_rows: list[dict] = field(default_factory=list)
-    xcomet_summary: dict | None = None
+    samples: list[GenerationRecord] = field(default_factory=list)  # full records of the first rows of each cell and set
+    judgments: list[Judgment] = field(default_factory=list)  # slim, plus phrases for the sample rows
+    xcomet_rows: list[dict] = field(default_factory=list)  # key and score_matching of each xcomet.jsonl line
+    xcomet_summary: XcometSummary | None = None
     run_record: dict | None = None
     attribution_pngs: list[Path] = field(default_factory=list)
     attribution_tables: list[Path] = field(default_factory=list)
     preference: list[dict] = field(default_factory=list)  # slim preference-pair rows (id, lang, kind, won)
     templated_items: list[dict] = field(default_factory=list)  # slim suite items (style, lang, pair, variant, label)
-    templated_metrics: dict | None = None
+    templated_metrics: TemplatedMetrics | None = None
     templated_pngs: list[Path] = field(default_factory=list)
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -203,25 +176,31 @@ class ModelResult:
         return self._cache["by_lang"].get(lang, [])
 
     @property
+    def described(self) -> dict:
+        """The record's description of the model (``model``: name, kind, base_model, adapter, run_dir)."""
+        model = self.record.get("model")
+        return model if isinstance(model, dict) else {}
+
+    @property
     def adapter_path(self) -> str | None:
-        value = first(self.record, "adapter.path", "adapter_path", "model.adapter.path")
-        return str(value) if value else None
+        adapter = self.described.get("adapter")
+        return str(adapter["path"]) if isinstance(adapter, dict) and adapter.get("path") else None
 
     @property
     def is_base(self) -> bool:
-        kind = first(self.record, "kind", "model.kind")
+        kind = self.described.get("kind")
         if kind is not None:
             return kind == "base"
-        return self.adapter_path is None and not _CHECKPOINT.search(self.name)
+        return self.adapter_path is None and not _CHECKPOINT.search(self.name)  # a folder without its record
 
     @property
     def failed(self) -> bool:
         """Whether the sweep recorded this model as failed (every generation in error: no metrics to show)."""
-        return first(self.record, "status") == "failed"
+        return self.record.get("status") == "failed"
 
     @property
     def global_step(self) -> int | None:
-        step = first(self.record, "global_step", "model.global_step")
+        step = self.record.get("global_step")
         if isinstance(step, int):
             return step
         if self.run_record and isinstance(self.run_record.get("global_step"), int):
@@ -230,60 +209,45 @@ class ModelResult:
         return int(match.group(1)) if match else (0 if self.is_base else None)
 
     @property
+    def run_dir(self) -> str | None:
+        run_dir = self.described.get("run_dir")
+        return str(run_dir) if run_dir else None
+
+    @property
     def stage(self) -> str:
         """``base``, or the training stage (``sft``/``dpo``) from the run record, else the run folder's name."""
         if self.is_base:
             return "base"
-        stage = first(self.run_record or {}, "stage") or first(self.record, "stage", "run_record.stage")
+        stage = (self.run_record or {}).get("stage")
         if stage:
             return str(stage)
-        run_dir = first(self.record, "run_dir", "model.run_dir")
-        if run_dir:
-            return Path(str(run_dir)).name
+        if self.run_dir:
+            return Path(self.run_dir).name
         return self.name.split("/")[0] if "/" in self.name else "adapter"
 
     @property
     def leakage(self) -> dict:
-        value = first(self.record, "leakage", "leakage_status") or first(self.metrics or {}, "leakage")
-        if isinstance(value, str):
-            return {"status": value}
+        value = self.record.get("leakage") or (self.metrics or {}).get("leakage")
         return value if isinstance(value, dict) else {"status": "not recorded"}
 
-    def judgment_index(self) -> dict[str, dict]:
-        """Judgments by generation key (falling back to ``id|cell``); built once."""
-        if "judgments" in self._cache:
-            return self._cache["judgments"]
-        index = {}
-        for judgment in self.judgments:
-            key = first(judgment, "key", "generation_key", "gen_key")
-            if key is None and first(judgment, "id") is not None:
-                key = f"{judgment['id']}|{first(judgment, 'cell', default='')}"
-            if key is not None:
-                index[str(key)] = judgment
-        self._cache["judgments"] = index
-        return index
+    def judgment_index(self) -> dict[str, Judgment]:
+        """Judgments by generation key; built once."""
+        if "judgments" not in self._cache:
+            self._cache["judgments"] = {str(j["key"]): j for j in self.judgments if j.get("key") is not None}
+        return self._cache["judgments"]
 
     def xcomet_index(self) -> dict[str, float | None]:
-        """Set-matching segment score by generation key (falling back to ``id|cell``); None = failure."""
-        if "xcomet" in self._cache:
-            return self._cache["xcomet"]
-        index: dict[str, float | None] = {}
-        for row in self.xcomet_rows:
-            key = first(row, "key", "generation_key")
-            if key is None and first(row, "id") is not None:
-                key = f"{row['id']}|{first(row, 'cell', default='')}"
-            if key is None:
-                continue
-            score = first(row, "score_matching", "score", "set_matching", "score_set_matching", "xcomet", "segment_score")
-            index[str(key)] = _num(score) if not isinstance(score, dict) else _num(first(score, "score", "value"))
-        self._cache["xcomet"] = index
-        return index
+        """Set-matching segment score by generation key (a failure is scored 0.0 by the xCOMET step)."""
+        if "xcomet" not in self._cache:
+            self._cache["xcomet"] = {
+                str(row["key"]): number(row.get("score_matching")) for row in self.xcomet_rows if row.get("key") is not None
+            }
+        return self._cache["xcomet"]
 
 
 def row_key(row: dict) -> str:
-    """A generation's join key with judgments and xCOMET rows."""
-    key = first(row, "key", "generation_key")
-    return str(key) if key is not None else f"{first(row, 'id', 'row_id')}|{first(row, 'cell', default='')}"
+    """A generation's join key with judgments and xCOMET rows: the generation request's content hash."""
+    return str(row["key"])
 
 
 @dataclass
@@ -313,13 +277,23 @@ class Results:
     def languages(self) -> list[str]:
         order = ["it", "es", "de", "el"]
         found = {row.lang for row in self.metrics if row.lang} | {
-            first(g, "lang") for m in self.models for g in m.generations[:1] if first(g, "lang")
+            g["lang"] for m in self.models for g in m.generations[:1] if g.get("lang")
         }
         return [lang for lang in order if lang in found] + sorted(found - set(order))
 
     @property
     def cells(self) -> list[str]:
         return sorted({row.cell for row in self.metrics if row.cell}, key=_cell_order)
+
+    @property
+    def alpha(self) -> float:
+        """The alpha the metrics' intervals were computed with (their ``bootstrap`` block); the report's paired
+        tests and significance marks use the same one."""
+        for model in self.models:
+            recorded = ((model.metrics or {}).get("bootstrap") or {}).get("alpha")
+            if number(recorded) is not None:
+                return float(recorded)
+        return DEFAULT_ALPHA
 
     def has(self, metric: str) -> bool:
         return any(row.metric == metric for row in self.metrics)
@@ -344,28 +318,24 @@ def _read_json_or_none(path: Path) -> Any:
         return None
 
 
-#: Generation rows are kept slim (``id, lang, set, gender, cell, key, label, error``, aliases resolved): a full grid
-#: is 72,000 records per model, and the long texts are kept only for the sample rows, so a report over many
-#: checkpoints stays within memory.
-JUDGMENT_FIELDS = ("key", "generation_key", "gen_key", "id", "cell", "neutral", "label", "judge_label",
-                   "judge_error", "error", "judge", "judge_model", "format")
+#: Generation rows are kept slim (``id, lang, set, gender, cell, key, label, error``): a full grid is 72,000
+#: records per model, and the long texts are kept only for the sample rows, so a report over many checkpoints
+#: stays within memory.
+SLIM_FIELDS = ("id", "lang", "set", "gender", "cell", "key", "label", "error")
+JUDGMENT_FIELDS = ("key", "id", "cell", "neutral", "label", "judge_error", "error", "judge", "format")
+XCOMET_FIELDS = ("key", "score_matching")
+PREFERENCE_FIELDS = ("id", "lang", "kind", "won")
+TEMPLATED_FIELDS = ("style", "lang", "pair_id", "variant", "label")
 SAMPLES_PER_CELL_AND_SET = 8
 
 
 def _iter_jsonl(path: Path) -> Iterable[dict]:
     """Records of a JSON-lines file, skipping a truncated or corrupt line (a killed writer)."""
-    if not path.is_file():
-        return
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict):
-                yield record
+    return (record for record in iter_jsonl(path) if record is not None)
+
+
+def _slim(records: Iterable[dict], fields: tuple[str, ...]) -> list[dict]:
+    return [{k: r.get(k) for k in fields} for r in records]
 
 
 def read_generations(path: Path, per_cell_and_set: int = SAMPLES_PER_CELL_AND_SET) -> tuple[list[dict], list[dict]]:
@@ -374,31 +344,26 @@ def read_generations(path: Path, per_cell_and_set: int = SAMPLES_PER_CELL_AND_SE
     slim, samples = [], []
     counts: dict[tuple, int] = {}
     for record in _iter_jsonl(path):
-        slim.append({
-            "id": str(first(record, "id", "row_id")), "lang": record.get("lang"), "set": record.get("set"),
-            "gender": record.get("gender"), "cell": first(record, "cell", default=""), "key": row_key(record),
-            "label": record.get("label"), "error": first(record, "error", "extraction_error"),
-        })
-        group = (record.get("cell"), record.get("set"))
+        slim.append({**{k: record.get(k) for k in SLIM_FIELDS}, "id": str(record["id"]), "key": row_key(record)})
+        group = (record["cell"], record["set"])
         if counts.get(group, 0) < per_cell_and_set:
             counts[group] = counts.get(group, 0) + 1
             samples.append(record)
     return slim, samples
 
 
-def read_judgments(path: Path, sample_keys: set[str]) -> list[dict]:
+def read_judgments(path: Path, sample_keys: set[str]) -> list[Judgment]:
     """Judgments with the fields metrics and joins need; phrases and raw text only for the sample rows."""
     out = []
     for record in _iter_jsonl(path):
-        key = first(record, "key", "generation_key", "gen_key")
-        out.append(record if key in sample_keys else {k: record[k] for k in JUDGMENT_FIELDS if k in record})
-    return out
+        out.append(record if record.get("key") in sample_keys else {k: record[k] for k in JUDGMENT_FIELDS if k in record})
+    return out  # type: ignore[return-value]
 
 
 #: Top-level folders of a results folder that are not models (the generation cache, the report, the suite).
-NOT_MODELS = {"cache", "report", "templated_suite"}
+NOT_MODELS = {CACHE_DIR, "report", TEMPLATED_SUITE_DIR}
 #: Sub-folders of a model folder written by later steps.
-MODEL_PARTS = {"attribution", "templated"}
+MODEL_PARTS = {ATTRIBUTION_DIR, TEMPLATED_DIR}
 
 
 class ResultsError(RuntimeError):
@@ -422,12 +387,7 @@ def _model_names(directory: Path, summary: dict, warnings: list[str]) -> list[st
     The folders are the truth: a model a concurrent or interrupted sweep left out of the summary is still reported,
     and a summary entry whose folder is gone is named in a warning instead of shown as a model that was "not run".
     """
-    listed = first(summary, "models", default=[])
-    names = []
-    for item in listed if isinstance(listed, list) else list(listed):
-        name = first(item, "name", "model", "dir") if isinstance(item, dict) else item
-        if name is not None and str(name) not in names:
-            names.append(str(name))
+    names = summary_model_names(summary)
     on_disk = model_folders(directory)
     gone = [n for n in names if n not in on_disk]
     for name in gone:
@@ -448,18 +408,16 @@ def _read_result_json(path: Path) -> Any:
         ) from None
 
 
-def _run_record(record: dict, directory: Path) -> dict | None:
+def _run_record(model: ModelResult) -> dict | None:
     """The training run record of a checkpoint: embedded in record.json, beside the adapter, or in its run folder."""
-    embedded = first(record, "run_record", "model.run_record")
+    embedded = model.record.get("run_record")
     embedded = embedded if isinstance(embedded, dict) else {}
     candidates = []
-    adapter = first(record, "adapter.path", "adapter_path")
-    if adapter:
-        candidates += [Path(adapter) / RUN_RECORD, Path(adapter).parent / RUN_RECORD]
-    run_dir = first(record, "run_dir", "model.run_dir")
-    if run_dir:
-        candidates.append(Path(run_dir) / RUN_RECORD)
-    candidates.append(directory / RUN_RECORD)
+    if model.adapter_path:
+        candidates += [Path(model.adapter_path) / RUN_RECORD, Path(model.adapter_path).parent / RUN_RECORD]
+    if model.run_dir:
+        candidates.append(Path(model.run_dir) / RUN_RECORD)
+    candidates.append(model.directory / RUN_RECORD)
     for candidate in candidates:
         data = _read_json_or_none(candidate)
         if isinstance(data, dict):
@@ -467,12 +425,9 @@ def _run_record(record: dict, directory: Path) -> dict | None:
     return embedded or None
 
 
-def _xcomet_summary(directory: Path) -> dict | None:
-    for name in ("xcomet_summary.json", "xcomet.json", "comet_summary.json", "xcomet/summary.json"):
-        data = _read_json_or_none(directory / name)
-        if isinstance(data, dict):
-            return data
-    return None
+def _dict_or_none(path: Path) -> Any:
+    data = _read_json_or_none(path)
+    return data if isinstance(data, dict) else None
 
 
 def read_model(directory: Path, name: str) -> ModelResult:
@@ -482,34 +437,21 @@ def read_model(directory: Path, name: str) -> ModelResult:
     model.metrics = _read_result_json(directory / METRICS)
     model.generations, model.samples = read_generations(directory / GENERATIONS)
     model.judgments = read_judgments(directory / JUDGMENTS, {row_key(r) for r in model.samples})
-    model.xcomet_rows = [
-        {k: r[k] for k in ("key", "generation_key", "id", "cell", "score_matching", "score", "set_matching",
-                           "score_set_matching", "xcomet", "segment_score", "failure") if k in r}
-        for r in _iter_jsonl(directory / XCOMET_ROWS)
-    ]
-    model.xcomet_summary = _xcomet_summary(directory)
-    model.preference = [
-        {k: r.get(k) for k in ("id", "lang", "kind", "won")} for r in _iter_jsonl(directory / PREFERENCE)
-    ]
-    model.run_record = _run_record(model.record, directory)
-    attribution = directory / "attribution"
+    model.xcomet_rows = _slim(_iter_jsonl(directory / XCOMET_ROWS), XCOMET_FIELDS)
+    model.xcomet_summary = _dict_or_none(directory / XCOMET_SUMMARY)
+    model.preference = _slim(_iter_jsonl(directory / PREFERENCE), PREFERENCE_FIELDS)
+    model.run_record = _run_record(model)
+    attribution = directory / ATTRIBUTION_DIR
     if attribution.is_dir():
         model.attribution_pngs = sorted(attribution.rglob("*.png"))
         model.attribution_tables = sorted(
             p for p in attribution.rglob("*") if p.suffix in (".json", ".jsonl", ".csv", ".tsv")
         )
-    templated = directory / "templated"
+    templated = directory / TEMPLATED_DIR
     if templated.is_dir():
         model.templated_pngs = sorted(templated.rglob("*.png"))
-        model.templated_items = [
-            {k: r.get(k) for k in ("style", "lang", "pair_id", "variant", "label")}
-            for r in _iter_jsonl(templated / "outputs.jsonl")
-        ]
-        for candidate in ("metrics.json", "templated_metrics.json", "summary.json"):
-            data = _read_json_or_none(templated / candidate)
-            if isinstance(data, dict):
-                model.templated_metrics = data
-                break
+        model.templated_items = _slim(_iter_jsonl(templated / TEMPLATED_OUTPUTS), TEMPLATED_FIELDS)
+        model.templated_metrics = _dict_or_none(templated / METRICS)
     return model
 
 
@@ -519,7 +461,12 @@ def _sort_key(model: ModelResult) -> tuple:
 
 
 def find_judge_validation(directory: Path) -> list[tuple[Path, dict]]:
-    """Judge validation reports anywhere under the results folder (the judge's trust figures)."""
+    """Judge validation reports anywhere under the results folder (the judge's trust figures).
+
+    Found by name pattern, not by one fixed name: ``eval/judge.py validate`` writes its report wherever ``out``
+    says, so users keep them under names of their own. Their fields are the report's fixed headline keys
+    (:func:`gnt.report.tables.judge_validity`).
+    """
     found = []
     patterns = ("*judge*valid*.json", "validation*.json", "*validation.json")
     seen: set[Path] = set()
@@ -545,11 +492,11 @@ def collect(results_dir: str | Path, judge_validation: Iterable[str | Path] = ()
         raise FileNotFoundError(f"{directory}: results folder not found (the --out of eval/evaluate.py)")
     warnings: list[str] = []
     summary: Any = {}
-    if (directory / "summary.json").is_file():
+    if (directory / SUMMARY).is_file():
         try:
-            summary = read_json(directory / "summary.json")
+            summary = read_json(directory / SUMMARY)
         except (OSError, ValueError) as exc:
-            warnings.append(f"{directory / 'summary.json'} is unreadable ({exc}): models listed from their folders")
+            warnings.append(f"{directory / SUMMARY} is unreadable ({exc}): models listed from their folders")
     if not isinstance(summary, dict):
         summary = {}
     names = _model_names(directory, summary, warnings)
@@ -576,7 +523,7 @@ def collect(results_dir: str | Path, judge_validation: Iterable[str | Path] = ()
         ]
         missing[model.name] = absent
         if model.failed:
-            warnings.append(f"{model.name}: failed, every generation in error ({first(model.record, 'error')}); "
+            warnings.append(f"{model.name}: failed, every generation in error ({model.record.get('error')}); "
                             "rerun eval/evaluate.py to retry it")
     validation = find_judge_validation(directory)
     for extra in judge_validation:
@@ -584,7 +531,7 @@ def collect(results_dir: str | Path, judge_validation: Iterable[str | Path] = ()
         if not isinstance(data, dict):
             raise FileNotFoundError(f"{extra}: judge validation report not found or not JSON")
         validation.append((Path(extra), data))
-    suite = directory / "templated_suite"
+    suite = directory / TEMPLATED_SUITE_DIR
     suite_pngs = sorted(suite.rglob("*.png")) if suite.is_dir() else []
     if suite_pngs:
         for model in models:

@@ -20,7 +20,7 @@ from typing import Any
 
 from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
 from gnt.report import DEFAULT_SAMPLES_PER_CELL
-from gnt.report.collect import ModelResult, Results, first, row_key
+from gnt.report.collect import ModelResult, Results, row_key
 from gnt.report.plots import all_figures, headline_shots, model_label
 from gnt.report.tables import (
     COLUMNS,
@@ -200,8 +200,7 @@ def judge_line(results: Results) -> tuple[str, list[dict]]:
     judges = set()
     for model in results.models:
         for judgment in model.judgments[:50]:
-            name = first(judgment, "judge", "judge_model", "judge.model")
-            fmt = first(judgment, "format", "judge_format", "judge.format")
+            name, fmt = judgment.get("judge"), judgment.get("format")
             if name:
                 judges.add(f"{name}" + (f" ({fmt})" if fmt else ""))
     if block.get("judge_model") or block.get("kind"):
@@ -238,11 +237,11 @@ def _headline_section(results: Results, samples: int, data: dict) -> list[Block]
     base = results.base
     blocks.append(Para(
         "Each value is the metric over all evaluated cells of the language, from the evaluator's metrics.json, "
-        "with its 95% bootstrap CI in brackets (percent; xCOMET on its 0–1 scale; extraction errors as count "
-        "and rate). " + (
+        f"with its {100 * (1 - results.alpha):g}% bootstrap CI in brackets (percent; xCOMET on its 0–1 scale; "
+        "extraction errors as count and rate). " + (
             f"▲ marks a checkpoint significantly better than `{base.name}` (higher accuracy, fewer extraction "
             "errors), ▼ significantly worse (paired bootstrap over the same rows and cells, Holm-adjusted within "
-            "the table, α = 0.05). Preference accuracy: the share of held-out preference pairs whose chosen answer "
+            f"the table, α = {results.alpha:g}). Preference accuracy: the share of held-out preference pairs whose chosen answer "
             "the model scores higher (mean log-probability per token) than the rejected one." if base else
             "No base model was evaluated, so no paired test against a base is possible."
         )
@@ -412,7 +411,7 @@ def _templated_vs_base(results: Results, data: dict) -> list[Block]:
     adjusted = holm([t[4]["p_value"] for t in tests])
     rows, data["templated_vs_base"] = [], []
     for (name, style, lang, statistic, result), p_adj in zip(tests, adjusted, strict=True):
-        mark = ("▲" if result["delta"] > 0 else "▼") if p_adj < 0.05 and result["delta"] else ""
+        mark = ("▲" if result["delta"] > 0 else "▼") if p_adj < results.alpha and result["delta"] else ""
         rows.append([name, style, lang, statistic, f"{result['base'] * 100:.1f}", f"{result['other'] * 100:.1f}",
                      f"{result['delta'] * 100:+.1f} [{result['ci'][0] * 100:+.1f}, {result['ci'][1] * 100:+.1f}]"
                      + (f" {mark} p={p_adj:.3f}" if mark else ""), str(result["n_pairs"])])
@@ -422,7 +421,7 @@ def _templated_vs_base(results: Results, data: dict) -> list[Block]:
         Heading(3, "Against the base model"),
         Para(f"N_amb (neutral translations of ambiguous inputs) and ΔN = N_amb − N_det of each checkpoint against "
              f"`{base.name}`, paired over the same suite pairs (percent; 95% CI of the difference; ▲ a significant "
-             "rise, ▼ a fall; Holm-adjusted over the table, α = 0.05)."),
+             f"rise, ▼ a fall; Holm-adjusted over the table, α = {results.alpha:g})."),
         Table(["model", "style", "lang", "statistic", "base", "model value", "difference", "pairs"], rows,
               name="templated-vs-base"),
     ]
@@ -462,7 +461,7 @@ def _cells_section(results: Results) -> list[Block]:
 
 def _sources(model: ModelResult) -> dict[tuple[str, str], str]:
     """(row id, lang) → source, for generation records that do not carry the source themselves."""
-    data = first(model.record, "rows.path", "rows.data", "rows.source", "data", "data_path")
+    data = (model.record.get("rows") or {}).get("source")
     if not data or not isinstance(data, str):
         return {}
     path = Path(data)
@@ -470,7 +469,7 @@ def _sources(model: ModelResult) -> dict[tuple[str, str], str]:
         if path.is_file() and path.suffix == ".jsonl":
             from gnt.io import read_jsonl
 
-            return {(str(r.get("id")), str(r.get("lang"))): str(first(r, "source", "src", default=""))
+            return {(str(r.get("id")), str(r.get("lang"))): str(r.get("source") or "")
                     for r in read_jsonl(path, skip_bad=True)}
     except (OSError, ValueError):
         return {}
@@ -480,16 +479,15 @@ def _sources(model: ModelResult) -> dict[tuple[str, str], str]:
 def _sample_rows(results: Results, per_cell: int) -> list[tuple[str, list[dict]]]:
     """For each cell, the first ``per_cell`` rows (balanced over sets) that every model evaluated."""
     out = []
-    by_model = {m.name: {(first(g, "id"), first(g, "cell")): g for g in m.samples} for m in results.models}
+    by_model = {m.name: {(g["id"], g["cell"]): g for g in m.samples} for m in results.models}
     for cell in results.cells:
         candidates: dict[str, list[str]] = {}
         for model in results.models:
             for generation in model.samples:
-                if first(generation, "cell") == cell:
-                    candidates.setdefault(first(generation, "set", default="?"), [])
-                    row_id = first(generation, "id")
-                    if row_id not in candidates[first(generation, "set", default="?")]:
-                        candidates[first(generation, "set", default="?")].append(row_id)
+                if generation["cell"] == cell:
+                    ids = candidates.setdefault(generation["set"], [])
+                    if generation["id"] not in ids:
+                        ids.append(generation["id"])
             if candidates:
                 break
         chosen: list[str] = []
@@ -514,16 +512,16 @@ def _sample_rows(results: Results, per_cell: int) -> list[tuple[str, list[dict]]
 def _phrases(judgment: dict | None) -> str:
     if not judgment:
         return "not judged"
-    if first(judgment, "judge_error"):
-        return f"judge error: {_short(first(judgment, 'judge_error'), 80)}"
-    phrases = first(judgment, "phrases", default=[]) or []
+    if judgment.get("judge_error"):
+        return f"judge error: {_short(judgment['judge_error'], 80)}"
+    phrases = judgment.get("phrases") or []  # the lexical judge records none
     items = []
     for phrase in phrases if isinstance(phrases, list) else []:
         if isinstance(phrase, dict):
-            text = first(phrase, "phrase", "text", default="")
-            extra = "/".join(str(x) for x in (first(phrase, "gender"), first(phrase, "gender_correctness")) if x)
+            text = phrase.get("phrase", "")
+            extra = "/".join(str(x) for x in (phrase.get("gender"), phrase.get("gender_correctness")) if x)
             items.append(f"{text} ({extra})" if extra else str(text))
-    label = first(judgment, "label", "judge_label")
+    label = judgment.get("label")
     return (f"{label}: " if label else "") + ("; ".join(items) if items else "no phrases")
 
 
@@ -542,20 +540,19 @@ def _samples_section(results: Results, per_cell: int, data: dict) -> list[Block]
         body = []
         for item in rows:
             model, generation = item["model"], item["generation"]
-            row_id, lang = str(first(generation, "id")), str(first(generation, "lang"))
-            source = first(generation, "source", "src") or sources[model.name].get((row_id, lang)) or "(not recorded)"
+            row_id, lang = str(generation["id"]), str(generation["lang"])
+            source = generation.get("source") or sources[model.name].get((row_id, lang)) or "(not recorded)"
             judgment = judgments[model.name].get(row_key(generation))
-            error = first(generation, "error")
-            gender = first(generation, "gender")
+            error, gender, label = generation.get("error"), generation.get("gender"), generation.get("label")
+            translation = generation.get("translation")
             body.append([
-                row_id, f"{first(generation, 'set', default='')}{'/' + gender if gender else ''}", _short(source),
-                model_label(model), _short(first(generation, "raw", "output")),
-                str(first(generation, "label", default="—")) + (f" (error: {error})" if error else ""),
-                _short(first(generation, "translation", default="—")), _phrases(judgment),
+                row_id, f"{generation['set']}{'/' + gender if gender else ''}", _short(source),
+                model_label(model), _short(generation.get("raw")),
+                str(label if label is not None else "—") + (f" (error: {error})" if error else ""),
+                _short(translation if translation is not None else "—"), _phrases(judgment),
             ])
             data["samples"].append({"cell": cell, "id": row_id, "model": model.name, "source": source,
-                                    "output": first(generation, "raw", "output"), "label": first(generation, "label"),
-                                    "translation": first(generation, "translation"),
+                                    "output": generation.get("raw"), "label": label, "translation": translation,
                                     "judge": _phrases(judgment)})
         blocks.append(Details(f"{cell} — {len({r[0] for r in body})} rows", [Table(header, body, name=f"samples:{cell}")]))
     return blocks
@@ -581,12 +578,8 @@ def _leakage_section(results: Results) -> list[Block]:
     return blocks
 
 
-def _recipe_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        return str(first(value, "path", "file", "recipe", "name", default="(inline, see record)"))
-    return "—"
+def _text(value: Any) -> str:
+    return "—" if value is None else str(value)
 
 
 def _runs_section(results: Results) -> list[Block]:
@@ -597,20 +590,18 @@ def _runs_section(results: Results) -> list[Block]:
     details: list[Block] = []
     for model in results.models:
         run = model.run_record or {}
-        env = first(run, "environment", default={}) or {}
-        git = first(env, "git", default={}) or {}
-        commit = str(first(git, "commit", default="")) or str(first(model.record, "environment.git.commit", default="—"))
-        dirty = first(git, "dirty")
-        backend = first(model.record, "backend.backend", "backend.name", "backend")
+        git = (run.get("environment") or model.record.get("environment") or {}).get("git") or {}
+        commit, dirty = str(git.get("commit") or ""), git.get("dirty")
+        backend = (model.record.get("backend") or {}).get("backend")
+
         rows.append([
             model.name, model.stage, "" if model.global_step is None else str(model.global_step),
-            str(first(run, "base_model") or first(model.record, "model.base_model", "model_id", default="—")),
-            str(first(run, "recipe_path") or _recipe_text(first(run, "recipe"))) if run else "—",
-            str(first(run, "seed", default="—")), str(first(run, "data_dir", default="—")),
-            str(first(run, "data_manifest_sha256", default="—"))[:16],
+            str(run.get("base_model") or model.described.get("base_model") or "—"),
+            str(run.get("recipe_path") or "(inline, see record)") if run else "—",
+            _text(run.get("seed")), _text(run.get("data_dir")), _text(run.get("data_manifest_sha256"))[:16],
             (commit[:12] + (" (dirty)" if dirty else "")) if commit else "—",
-            str(first(run, "wandb.run_id", default="—")),
-            backend if isinstance(backend, str) else json.dumps(backend)[:60] if backend else "—",
+            str((run.get("wandb") or {}).get("run_id") or "—"),
+            str(backend) if backend else "—",
         ])
         if run or model.record:
             record = {"training run record (gnt_run.json)": run or None,

@@ -14,8 +14,9 @@ the caller reports it as "not run".
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -116,24 +117,30 @@ def plot_label_vs_gnt(results: Results, path: str | Path) -> Path | None:
     ]
     if not has_gnt:
         series_spec = [s for s in series_spec if not s[1].startswith("gnt")]
-    for index, lang in enumerate(langs):
-        ax = axes[index // cols][index % cols]
-        series = [
-            (label, [_stat(results, m.name, "language", lang, COLUMN[key]) for m in results.models], style)
-            for label, key, style in series_spec
-        ]
-        _bars(ax, groups, series)
-        ax.set_title(f"en→{lang} ({LANG_NAMES.get(lang, lang)})")
-        ax.set_xlabel("model (stage@step)")
-        if index % cols == 0:
-            ax.set_ylabel("accuracy (%)")
-    for index in range(len(langs), rows * cols):
-        axes[index // cols][index % cols].set_axis_off()
+    _language_panels(axes, langs, groups, "accuracy (%)", lambda lang: [
+        (label, [_stat(results, m.name, "language", lang, COLUMN[key]) for m in results.models], style)
+        for label, key, style in series_spec
+    ])
     title = "Label accuracy vs GNT accuracy by set (mean over evaluated cells, 95% CI)"
     if not has_gnt:
         title += "\nGNT accuracy: judge not run"
     fig.suptitle(title)
     return _finish(fig, Path(path), axes[0][0], ncol=len(series_spec))
+
+
+def _language_panels(axes: Any, langs: list[str], groups: list[str], ylabel: str,
+                     series_for: Callable[[str], list]) -> None:
+    """One bar panel per language (models along x), the y label on the first column, spare panels hidden."""
+    cols = len(axes[0])
+    for index, lang in enumerate(langs):
+        ax = axes[index // cols][index % cols]
+        _bars(ax, groups, series_for(lang))
+        ax.set_title(f"en→{lang} ({LANG_NAMES.get(lang, lang)})")
+        ax.set_xlabel("model (stage@step)")
+        if index % cols == 0:
+            ax.set_ylabel(ylabel)
+    for index in range(len(langs), len(axes) * cols):
+        axes[index // cols][index % cols].set_axis_off()
 
 
 def plot_coherence(results: Results, path: str | Path) -> Path | None:
@@ -149,21 +156,12 @@ def plot_coherence(results: Results, path: str | Path) -> Path | None:
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 3.4 * rows + 0.8), squeeze=False, sharey=True,
                              layout="constrained")
     groups = [model_label(m) for m in results.models]
-    for index, lang in enumerate(langs):
-        ax = axes[index // cols][index % cols]
-        series = [
-            ("label GENDERED", [_stat(results, m.name, "language", lang, gendered) for m in results.models],
-             {"color": "#1f77b4"}),
-            ("label NEUTRAL", [_stat(results, m.name, "language", lang, COLUMN["coh_n"]) for m in results.models],
-             {"color": "#2ca02c"}),
-        ]
-        _bars(ax, groups, series)
-        ax.set_title(f"en→{lang} ({LANG_NAMES.get(lang, lang)})")
-        ax.set_xlabel("model (stage@step)")
-        if index % cols == 0:
-            ax.set_ylabel("coherent outputs (%)")
-    for index in range(len(langs), rows * cols):
-        axes[index // cols][index % cols].set_axis_off()
+    _language_panels(axes, langs, groups, "coherent outputs (%)", lambda lang: [
+        ("label GENDERED", [_stat(results, m.name, "language", lang, gendered) for m in results.models],
+         {"color": "#1f77b4"}),
+        ("label NEUTRAL", [_stat(results, m.name, "language", lang, COLUMN["coh_n"]) for m in results.models],
+         {"color": "#2ca02c"}),
+    ])
     fig.suptitle("Label–translation coherence by generated label (95% CI)")
     return _finish(fig, Path(path), axes[0][0], ncol=2)
 

@@ -1,16 +1,14 @@
 """Paired significance of a checkpoint against the base on the same rows: "did it really change, or is it noise?".
 
-Every headline metric is a ratio of per-row sums: label accuracy on Set-N is (rows labelled NEUTRAL) / (Set-N
-rows), coherence for NEUTRAL labels is (neutral translations among NEUTRAL-labelled rows) / (NEUTRAL-labelled
-rows), xCOMET is (sum of segment scores) / (scored rows). Writing each row as a (numerator, denominator) pair lets
-one paired bootstrap serve all of them: outputs are matched across the two models by (row id, cell), and the
-*rows* are resampled jointly for both models (the pairing removes the between-sentence variance; resampling the
-row, not the output, respects that one row appears in every cell of a language, as :mod:`gnt.evaluation.bootstrap`
-does), and the metric is recomputed for both models on each resample. Label and GNT accuracy go through the
-evaluator's own :func:`gnt.evaluation.metrics.paired_comparison` when it is installed, so the report and the
-evaluator can never disagree on them. The two-sided p-value is the share of resampled differences on the other side of zero
-(with the +1 correction, so it is never exactly 0), and the 95% interval is the percentile interval of the
-difference.
+Every headline metric is a mean of one score per output: label accuracy on Set-N is the mean of "labelled
+NEUTRAL" (1/0) over Set-N outputs, coherence for NEUTRAL labels the mean of "translation judged neutral" over
+NEUTRAL-labelled outputs, xCOMET the mean segment score. So one paired test serves all of them: outputs are matched
+across the two models by (row id, cell) and handed to the evaluator's paired bootstrap
+(:func:`gnt.evaluation.bootstrap.paired_bootstrap`) with the *row* as the resampling cluster (the pairing removes
+the between-sentence variance; resampling the row, not the output, respects that one row appears in every cell of
+a language). Label and GNT accuracy go through :func:`gnt.evaluation.metrics.paired_comparison`, so the report and
+the evaluator can never disagree on them. The interval is the percentile interval at the results' ``alpha`` (the
+one their metrics were computed with), and the p-value is the evaluator's two-sided bootstrap p-value.
 """
 
 from __future__ import annotations
@@ -18,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
+from gnt.evaluation import bootstrap
 from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
-from gnt.report.collect import ModelResult, first
+from gnt.report.collect import ModelResult
 
 GENDERED, NEUTRAL = "GENDERED", "NEUTRAL"
 #: (metric, group) pairs the report tests; the same names as the metrics files use.
@@ -55,107 +52,90 @@ def _neutral(judgment: dict | None) -> bool | None:
     value = judgment.get("neutral")
     if isinstance(value, bool):
         return value
-    label = first(judgment, "label", "judge_label")
+    label = judgment.get("label")
     return None if not isinstance(label, str) or not label else label.upper() == "NEUTRAL"
 
 
-def row_values(model: ModelResult, metric: RowMetric, lang: str | None) -> dict[str, tuple[float, float]]:
-    """``{lang|row id|cell: (numerator, denominator)}`` of one metric for one model's rows (one language or all)."""
+def row_values(model: ModelResult, metric: RowMetric, lang: str | None) -> dict[str, float]:
+    """``{lang|row id|cell: score}`` of one metric for one model's outputs (one language or all); outputs the
+    metric does not count (another set, an unjudged translation) are absent."""
     name, group = metric
     judgments = model.judgment_index() if name in ("gnt_accuracy", "coherence") else {}
     xcomet = model.xcomet_index() if name == "xcomet" else {}
-    out: dict[str, tuple[float, float]] = {}
+    out: dict[str, float] = {}
     for row in model.rows_for(lang):
         pair_key = f"{row['lang']}|{row['id']}|{row['cell']}"
         row_set, label, error = row["set"], row["label"], bool(row["error"])
         expected = GENDERED if row_set == "Set-G" else NEUTRAL
-        value: tuple[float, float] | None = None
+        value: float | None = None
         if name == "label_accuracy":
             if row_set == group:
-                value = (float(not error and label == expected), 1.0)
+                value = float(not error and label == expected)
         elif name == "gnt_accuracy":
             if row_set == group:
                 neutral = None if error else _neutral(judgments.get(row["key"]))
                 if error:
-                    value = (0.0, 1.0)
+                    value = 0.0
                 elif neutral is not None:
-                    value = (float(neutral == (row_set == "Set-N")), 1.0)
+                    value = float(neutral == (row_set == "Set-N"))
         elif name == "coherence":
             neutral = _neutral(judgments.get(row["key"]))
             if not error and label == group and neutral is not None:
-                value = (float(neutral == (label == NEUTRAL)), 1.0)
+                value = float(neutral == (label == NEUTRAL))
         elif name == "xcomet":
             if row["key"] in xcomet:
-                value = (xcomet[row["key"]] or 0.0, 1.0)
-        elif name in ("extraction_errors", "extraction_error_rate"):
-            value = (float(error), 1.0)
+                value = xcomet[row["key"]] or 0.0
+        elif name == "extraction_errors":
+            value = float(error)
         if value is not None:
             out[pair_key] = value
     if name == "preference_accuracy":  # pairs, not generations: one value per (row, pair kind)
         kind = group[len("kind:"):] if group and group.startswith("kind:") else None
         for pair in model.preference:
             if (lang is None or pair["lang"] == lang) and (kind is None or pair["kind"] == kind):
-                out[f"{pair['lang']}|{pair['id']}|{pair['kind']}"] = (float(bool(pair["won"])), 1.0)
+                out[f"{pair['lang']}|{pair['id']}|{pair['kind']}"] = float(bool(pair["won"]))
     return out
 
 
 def paired_bootstrap(
-    base: dict[str, tuple[float, float]],
-    other: dict[str, tuple[float, float]],
+    base: dict[str, float],
+    other: dict[str, float],
     *,
     samples: int = DEFAULT_SAMPLES,
     seed: int = DEFAULT_SEED,
-    chunk: int = 100,
+    alpha: float = DEFAULT_ALPHA,
 ) -> PairedResult | None:
-    """Paired bootstrap of a ratio-of-sums metric over the outputs both models have; None without overlap.
+    """Paired bootstrap of mean(other) − mean(base) over the outputs both models have; None without overlap.
 
-    Keys are ``lang|row id|cell``; outputs of one row (all its cells) are summed into one cluster and clusters are
-    resampled.
+    Keys are ``lang|row id|cell``; the outputs of one row (all its cells) form one resampling cluster.
     """
     keys = sorted(set(base) & set(other))
     if not keys:
         return None
-    cluster_of: dict[str, int] = {}
-    ids = np.array([cluster_of.setdefault(k.rsplit("|", 1)[0], len(cluster_of)) for k in keys])
-    a = np.zeros((len(cluster_of), 2))
-    b = np.zeros((len(cluster_of), 2))
-    np.add.at(a, ids, np.array([base[k] for k in keys], dtype=np.float64))
-    np.add.at(b, ids, np.array([other[k] for k in keys], dtype=np.float64))
+    result = bootstrap.paired_bootstrap(
+        [other[k] for k in keys], [base[k] for k in keys], clusters=[k.rsplit("|", 1)[0] for k in keys],
+        n_boot=samples, seed=seed, alpha=alpha,
+    )
+    return _paired(result)
 
-    def ratio(values: np.ndarray, axis: int = 0) -> np.ndarray:
-        num, den = values[..., 0].sum(axis), values[..., 1].sum(axis)
-        return np.divide(num, den, out=np.full(np.shape(num), np.nan), where=den > 0)
 
-    observed = float(ratio(b) - ratio(a))
-    rng = np.random.default_rng(seed)
-    deltas: list[np.ndarray] = []
-    n = len(cluster_of)
-    for start in range(0, samples, chunk):
-        index = rng.integers(0, n, size=(min(chunk, samples - start), n))
-        deltas.append(ratio(b[index], axis=1) - ratio(a[index], axis=1))
-    diff = np.concatenate(deltas)
-    diff = diff[~np.isnan(diff)]
-    if diff.size == 0 or np.isnan(observed):
+def _paired(result: dict) -> PairedResult | None:
+    """A :class:`PairedResult` from the evaluator's paired-bootstrap dict (None when it had nothing to compare)."""
+    if result.get("diff") is None or result.get("ci") is None:
         return None
-    below, above = float((diff <= 0).sum()), float((diff >= 0).sum())
-    p_value = min(1.0, 2 * (min(below, above) + 1) / (diff.size + 1))
-    if np.allclose(diff, 0) and observed == 0:
-        p_value = 1.0  # identical outputs: no difference, by construction
-    lo, hi = np.percentile(diff, [2.5, 97.5])
-    return PairedResult(observed, float(lo), float(hi), p_value, len(keys))
+    return PairedResult(float(result["diff"]), float(result["ci"][0]), float(result["ci"][1]),
+                        float(result["p_value"]), int(result["n"]))
 
 
 def _evaluator_compare(
-    base: ModelResult, other: ModelResult, metric: RowMetric, lang: str | None, samples: int, seed: int
+    base: ModelResult, other: ModelResult, metric: RowMetric, lang: str | None, samples: int, seed: int, alpha: float
 ) -> PairedResult | None:
     """Label/GNT accuracy through the evaluator's paired test (None when it cannot answer for this metric)."""
     name, group = metric
     if name not in ("label_accuracy", "gnt_accuracy"):
         return None
-    try:
-        from gnt.evaluation.metrics import paired_comparison
-    except ImportError:
-        return None
+    from gnt.evaluation.metrics import paired_comparison
+
     def rows(model: ModelResult) -> list[dict]:
         return [r for r in model.rows_for(lang) if r["set"] == group]
 
@@ -169,12 +149,9 @@ def _evaluator_compare(
             return None
     result = paired_comparison(
         mine, theirs, metric="label" if name == "label_accuracy" else "gnt", judgments=judgments,
-        n_boot=samples, seed=seed,
+        n_boot=samples, seed=seed, alpha=alpha,
     )
-    if result.get("diff") is None or result.get("ci") is None:
-        return None
-    return PairedResult(float(result["diff"]), float(result["ci"][0]), float(result["ci"][1]),
-                        float(result["p_value"]), int(result["n"]))
+    return _paired(result)
 
 
 def compare(
@@ -185,12 +162,14 @@ def compare(
     *,
     samples: int = DEFAULT_SAMPLES,
     seed: int = DEFAULT_SEED,
+    alpha: float = DEFAULT_ALPHA,
 ) -> PairedResult | None:
     """Paired test of ``other`` against ``base`` for one metric and language (None when rows are missing)."""
-    result = _evaluator_compare(base, other, metric, lang, samples, seed)
+    result = _evaluator_compare(base, other, metric, lang, samples, seed, alpha)
     if result is not None:
         return result
-    return paired_bootstrap(row_values(base, metric, lang), row_values(other, metric, lang), samples=samples, seed=seed)
+    return paired_bootstrap(row_values(base, metric, lang), row_values(other, metric, lang), samples=samples, seed=seed,
+                            alpha=alpha)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

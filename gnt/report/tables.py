@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gnt.evaluation.bootstrap import DEFAULT_SAMPLES, DEFAULT_SEED
+from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.report.collect import MetricRow, ModelResult, Results
 from gnt.report.significance import PairedResult, compare, holm
+from gnt.results_schema import TemplatedMetrics, read_stat
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,8 @@ class Column:
 
     key: str
     title: str
-    metric: tuple[str, ...]  # aliases of the metric name in metrics.json
-    groups: tuple[str | None, ...]  # aliases of the group (set, label, …)
+    metric: tuple[str, ...]  # the metric's name in metrics.json
+    groups: tuple[str | None, ...]  # its groups (set, label, …), the first present one is shown
     kind: str = "percent"  # percent | score | errors
     test: tuple[str, str | None] | None = None  # (metric, group) for the paired test; None = not tested
     higher_is_better: bool = True  # decides whether a significant change is marked ▲ (better) or ▼ (worse)
@@ -41,12 +42,11 @@ COLUMNS: tuple[Column, ...] = (
     Column("gnt_g", "GNT acc. Set-G", ("gnt_accuracy",), ("Set-G",), test=("gnt_accuracy", "Set-G")),
     Column("coh_n", "Coherence (NEUTRAL label)", ("coherence",), ("NEUTRAL",), test=("coherence", "NEUTRAL")),
     Column(
-        "xcomet", "xCOMET", ("xcomet", "xcomet_set_matching"),
-        ("matching", None, "system", "set_matching", "system_score", "score", "value", "mean"), "score",
+        "xcomet", "xCOMET", ("xcomet",), ("matching",), "score",
         test=("xcomet", None),
     ),
     Column(
-        "errors", "Extraction errors", ("extraction_errors", "extraction_error_rate"), ("rate", None), "errors",
+        "errors", "Extraction errors", ("extraction_errors",), ("rate",), "errors",
         test=("extraction_errors", None), higher_is_better=False,
     ),
     Column("pref", "Preference acc.", ("preference_accuracy",), ("all",), test=("preference_accuracy", "all")),
@@ -76,6 +76,7 @@ class Cell:
     p_adjusted: float | None = None
     kind: str = "percent"
     higher_is_better: bool = True
+    alpha: float = DEFAULT_ALPHA  # the significance level of the mark
 
     def text(self) -> str:
         """The cell as printed: ``81.2 [78.1, 84.3]`` (+ ``▲ p=0.003`` when significant against the base)."""
@@ -91,7 +92,7 @@ class Cell:
             text = f"{self.value * scale:.{digits}f}"
             if self.lo is not None and self.hi is not None:
                 text += f" [{self.lo * scale:.{digits}f}, {self.hi * scale:.{digits}f}]"
-        if self.test is not None and self.p_adjusted is not None and self.p_adjusted < 0.05 and self.test.delta:
+        if self.test is not None and self.p_adjusted is not None and self.p_adjusted < self.alpha and self.test.delta:
             arrow = "▲" if (self.test.delta > 0) == self.higher_is_better else "▼"
             text += f" {arrow} p={self.p_adjusted:.3f}"
         return text
@@ -120,7 +121,7 @@ class HeadlineTable:
 
 def lookup(results: Results, model: str, scope: str, lang: str | None, column: Column,
            cell: str | None = None) -> MetricRow | None:
-    """The metrics row behind one column (first matching metric/group alias)."""
+    """The metrics row behind one column (its metric, the first of its groups that is present)."""
     candidates = [
         r for r in results.metrics
         if r.model == model and r.scope == scope and r.metric in column.metric
@@ -142,7 +143,7 @@ def _cell(results: Results, model: ModelResult, scope: str, lang: str | None, co
         if column.kind == "errors":
             count = next(
                 (r.value for r in results.metrics if r.model == model.name and r.scope == scope
-                 and r.metric in column.metric and r.group in ("n", "count", "total")
+                 and r.metric in column.metric and r.group == "n"
                  and (scope != "language" or r.lang == lang) and (scope != "cell" or r.cell == cell)),
                 None,
             )
@@ -163,8 +164,9 @@ def headline_tables(results: Results, *, samples: int = DEFAULT_SAMPLES, seed: i
             row = HeadlineRow(model.name, model.stage, model.global_step)
             for column in columns:
                 cell = _cell(results, model, scope, lang, column)
+                cell.alpha = results.alpha
                 if base is not None and model is not base and column.test and cell.value is not None:
-                    cell.test = compare(base, model, column.test, lang, samples=samples, seed=seed)
+                    cell.test = compare(base, model, column.test, lang, samples=samples, seed=seed, alpha=cell.alpha)
                     if cell.test is not None:
                         tests.append(cell)
                 row.cells[column.key] = cell
@@ -191,75 +193,46 @@ def cell_table(results: Results, columns: tuple[Column, ...] = COLUMNS) -> list[
 # Templated suite and judge validity: other producers' summaries, shown as small key → value tables.
 # ----------------------------------------------------------------------------------------------------------------
 
-TEMPLATED_KEYS = {
-    "delta_m": "ΔM", "dm": "ΔM", "ΔM": "ΔM", "delta_f": "ΔF", "df": "ΔF", "ΔF": "ΔF",
-    "delta_n": "ΔN", "dn": "ΔN", "ΔN": "ΔN", "n_det": "N_det", "N_det": "N_det",
-}
 TEMPLATED_COLUMNS = ("ΔM", "ΔF", "ΔN", "N_det", "ΔN omission", "ΔN active")
-LANGS = ("it", "es", "de", "el")
 
 
 def _stat4(value: Any) -> tuple[float, float | None, float | None, int | None] | None:
-    from gnt.report.collect import parse_stat
-
-    return parse_stat(value)
+    return read_stat(value)
 
 
-def templated_rows(metrics: dict | None) -> list[dict[str, Any]]:
+def templated_rows(metrics: TemplatedMetrics | None) -> list[dict[str, Any]]:
     """Rows ``{"style", "lang", "ΔM", "ΔF", "ΔN", "N_det", "ΔN omission", "ΔN active"}`` of a templated-suite
     ``metrics.json`` (values are ``(value, lo, hi, n)``; absent ones missing).
 
-    Reads the suite's format (``styles → lang → subsets → {all, omission, active} → delta/N_det``); any other
-    nesting falls back to a search for keys named like ΔM/ΔF/ΔN/N_det under language keys.
+    Reads the suite's format (gnt.templated_suite.metrics): ``styles → lang → subsets → {all, omission, active}
+    → delta/N_det``.
     """
     if not isinstance(metrics, dict):
         return []
     rows: list[dict[str, Any]] = []
-    styles = metrics.get("styles")
-    if isinstance(styles, dict):
-        for style, langs in styles.items():
-            for lang, lang_metrics in (langs or {}).items():
-                subsets = (lang_metrics or {}).get("subsets") or {}
-                block = subsets.get("all") or {}
-                row: dict[str, Any] = {"style": style, "lang": lang}
-                for c in ("M", "F", "N"):
-                    row[f"Δ{c}"] = _stat4((block.get("delta") or {}).get(c))
-                row["N_det"] = _stat4(block.get("N_det"))
-                for subset in ("omission", "active"):
-                    row[f"ΔN {subset}"] = _stat4(((subsets.get(subset) or {}).get("delta") or {}).get("N"))
-                rows.append({k: v for k, v in row.items() if v is not None})
-        return rows
-    found: dict[str, dict[str, Any]] = {}
-
-    def walk(node: Any, lang: str | None) -> None:
-        if not isinstance(node, dict):
-            return
-        for key, value in node.items():
-            name = TEMPLATED_KEYS.get(str(key)) or TEMPLATED_KEYS.get(str(key).lower())
-            if name and lang and _stat4(value) is not None:
-                found.setdefault(lang, {"style": "—", "lang": lang})[name] = _stat4(value)
-            elif isinstance(value, dict):
-                walk(value, str(key) if str(key) in LANGS else lang)
-
-    walk(metrics, None)
-    return [found[lang] for lang in LANGS if lang in found] + [v for k, v in found.items() if k not in LANGS]
+    for style, langs in (metrics.get("styles") or {}).items():
+        for lang, lang_metrics in (langs or {}).items():
+            subsets = (lang_metrics or {}).get("subsets") or {}
+            block = subsets.get("all") or {}
+            row: dict[str, Any] = {"style": style, "lang": lang}
+            for c in ("M", "F", "N"):
+                row[f"Δ{c}"] = _stat4((block.get("delta") or {}).get(c))
+            row["N_det"] = _stat4(block.get("N_det"))
+            for subset in ("omission", "active"):
+                row[f"ΔN {subset}"] = _stat4(((subsets.get(subset) or {}).get("delta") or {}).get("N"))
+            rows.append({k: v for k, v in row.items() if v is not None})
+    return rows
 
 
 def judge_validity(validation: dict) -> dict[str, Any]:
-    """The few numbers that say how far to trust a judge: its identity, accuracy, macro-F1 and κ where reported."""
-    from gnt.report.collect import first
+    """The few numbers that say how far to trust a judge: its identity, accuracy, macro-F1 and κ where reported.
 
+    A validation report (gnt.judge.validation) puts these at its top level, under these names, for readers like
+    this one.
+    """
     out: dict[str, Any] = {}
-    for label, names in (
-        ("judge", ("judge", "judge_model", "model", "judge.model", "judge.name")),
-        ("format", ("format", "judge_format", "judge.format")),
-        ("accuracy", ("accuracy", "overall.accuracy", "overall", "all.accuracy", "summary.accuracy")),
-        ("macro_f1", ("macro_f1", "overall.macro_f1", "summary.macro_f1", "binary.macro_f1")),
-        ("kappa", ("kappa", "cohen_kappa", "overall.kappa", "overall.cohen_kappa", "binary.kappa",
-                   "binary.cohen_kappa", "summary.kappa")),
-        ("n", ("n", "overall.n", "summary.n")),
-    ):
-        value = first(validation, *names)
+    for label in ("judge", "format", "accuracy", "macro_f1", "kappa", "n"):
+        value = validation.get(label)
         if value is None:
             continue
         if label in ("judge", "format"):

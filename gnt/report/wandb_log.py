@@ -33,13 +33,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from gnt.filenames import RUN_RECORD
 from gnt.io import hash_json, read_json, write_json
-from gnt.report.collect import ModelResult, Results, collect, first, row_key
+from gnt.report.collect import ModelResult, Results, collect, row_key
 from gnt.report.wandb_offline import offline_run_dirs, read_offline_run
 
 log = logging.getLogger(__name__)
 
-RUN_RECORD = "gnt_run.json"
 LEDGER = "wandb_eval_log.json"
 STEP_METRIC = "train/global_step"
 #: Metrics of metrics.json logged to W&B (per language and over all languages).
@@ -78,10 +78,10 @@ def _belongs(model: ModelResult, run_dir: Path, run_id: str | None) -> bool:
     """Whether a checkpoint was produced by this training run (its record's W&B id, else its path)."""
     if model.is_base:
         return False
-    recorded = first(model.run_record or {}, "wandb.run_id")
+    recorded = ((model.run_record or {}).get("wandb") or {}).get("run_id")
     if recorded and run_id:
         return recorded == run_id
-    for path in (model.adapter_path, first(model.record, "model.run_dir", "run_dir")):
+    for path in (model.adapter_path, model.run_dir):
         if path:
             try:
                 if Path(path).resolve().is_relative_to(run_dir.resolve()):
@@ -114,22 +114,25 @@ def _offline_start_step(wandb_root: Path, run_id: str) -> int:
     return last + 1
 
 
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
 def _samples_table(wandb: Any, results: Results, model: ModelResult, per_cell: int) -> Any:
     columns = ["model", "global_step", "cell", "id", "set", "source", "output", "label", "translation", "judge"]
     judgments = model.judgment_index()
     seen: dict[str, int] = {}
     data = []
     for generation in model.samples:
-        cell = str(first(generation, "cell", default=""))
+        cell = generation["cell"]
         if seen.get(cell, 0) >= per_cell:
             continue
         seen[cell] = seen.get(cell, 0) + 1
         judgment = judgments.get(row_key(generation)) or {}
         data.append([
-            model.name, model.global_step, cell, str(first(generation, "id")), str(first(generation, "set")),
-            str(first(generation, "source", "src", default="")), str(first(generation, "raw", default="")),
-            str(first(generation, "label", default="")), str(first(generation, "translation", default="")),
-            str(first(judgment, "label", default="")),
+            model.name, model.global_step, cell, str(generation["id"]), str(generation["set"]),
+            *(_text(generation.get(name)) for name in ("source", "raw", "label", "translation")),
+            _text(judgment.get("label")),
         ])
     return wandb.Table(columns=columns, data=data)
 

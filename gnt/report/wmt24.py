@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from gnt.filenames import LEAKAGE, SUMMARY
 from gnt.io import read_json
 
 
@@ -27,7 +28,7 @@ def wmt24_blocks(directory: Path, figures: Path, data: dict) -> list[Any]:
     """Heading, ranking table (by ΔN on omission), the ranking figure and the leakage note; [] without results."""
     from gnt.report.document import Heading, Image, Para, Table
 
-    path = directory / "wmt24" / "summary.json"
+    path = directory / "wmt24" / SUMMARY
     if not path.is_file():
         return []
     summary = read_json(path)
@@ -58,7 +59,7 @@ def wmt24_blocks(directory: Path, figures: Path, data: dict) -> list[Any]:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(png, dest)
         blocks.append(Image(dest, f"WMT24 ranking — {png.stem}", "systems and our checkpoints by ΔN and N_amb"))
-    leakage = directory / "wmt24" / "leakage.json"
+    leakage = directory / "wmt24" / LEAKAGE
     if leakage.is_file():
         overlap = read_json(leakage).get("in_project_templates", [])
         blocks.append(Para(f"{len(overlap)} of the suite's adjectives also occur in the project's templated "

@@ -25,7 +25,6 @@ items together), so the Δ intervals are paired. The bootstrap machinery is the 
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -35,14 +34,16 @@ from gnt.evaluation.bootstrap import (
     DEFAULT_ALPHA,
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
+    block_seed,
     cluster_sums,
     estimate,
     ratio,
     resampling_weights,
+    rounded,
 )
+from gnt.results_schema import TEMPLATED_METRICS_FORMAT as METRICS_FORMAT
 from gnt.templated_suite.classify import STRATEGIES, UNKNOWN
 
-METRICS_FORMAT = "gnt-align/templated-metrics/1"
 CLASSES: tuple[str, ...] = ("M", "F", "N")
 VARIANTS: tuple[str, ...] = ("determined", "ambiguous")
 SUBSETS: dict[str, Callable[[Mapping], bool]] = {
@@ -54,19 +55,6 @@ SUBSETS: dict[str, Callable[[Mapping], bool]] = {
     "active_they": lambda item: item["kind"] == "active_they",
     "gender_marked": lambda item: bool(item.get("gender_marked", True)),
 }
-_DIGITS = 6
-
-
-def _seed(seed: int, name: str) -> int:
-    """Per-block seed: independent but reproducible resamples, whatever order blocks are computed in."""
-    return int(hashlib.sha256(f"{seed}|{name}".encode()).hexdigest()[:8], 16)
-
-
-def _round(result: dict) -> dict:
-    if result.get("value") is not None:
-        result["value"] = round(result["value"], _DIGITS)
-        result["ci"] = [round(x, _DIGITS) for x in result["ci"]]
-    return result
 
 
 def _difference(sums: np.ndarray) -> np.ndarray:
@@ -81,7 +69,7 @@ class _Resampler:
         self.items = items
         self.alpha = alpha
         self.clusters = [item["pair_id"] for item in items]
-        self.weights = resampling_weights(len(set(self.clusters)), n_boot, _seed(seed, name))
+        self.weights = resampling_weights(len(set(self.clusters)), n_boot, block_seed(seed, name))
 
     def column(self, predicate: Callable[[Mapping], bool]) -> np.ndarray:
         return np.array([bool(predicate(item)) for item in self.items], dtype=bool)
@@ -92,7 +80,7 @@ class _Resampler:
         result["n"] = n
         if n == 0:
             result.update(value=None, ci=None)
-        return _round(result)
+        return rounded(result)
 
     def rate(self, hits: np.ndarray, included: np.ndarray) -> dict:
         """hits / included, with CI; ``n`` is the number of included items."""
@@ -142,7 +130,7 @@ def block_metrics(items: Sequence[Mapping], name: str, n_boot: int = DEFAULT_SAM
         )
         total = sum(counts.values())
         strategies[v] = {s: counts.get(s, 0) for s in STRATEGIES}
-        shares[v] = {s: (round(counts.get(s, 0) / total, _DIGITS) if total else None) for s in STRATEGIES}
+        shares[v] = {s: (round(counts.get(s, 0) / total, 6) if total else None) for s in STRATEGIES}
     result["strategies"] = strategies
     result["strategy_shares"] = shares
     result["unknown_reasons"] = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from gnt.filenames import METRICS
 from gnt.io import read_json
 from gnt.templated_suite.classify import STRATEGIES, UNKNOWN
 
@@ -136,7 +137,7 @@ def plot_deltas(metrics_by_model: Sequence[tuple[str, dict]], style: str, path: 
 def plot_all(out: str | Path, models: Sequence[dict], folder: str | Path) -> list[Path]:
     """Both figures for every prompt style found in the models' metrics (``models`` from the run's summary)."""
     out, folder = Path(out), Path(folder)
-    metrics_by_model = [(m["name"], read_json(out / m["folder"] / "metrics.json")) for m in models]
+    metrics_by_model = [(m["name"], read_json(out / m["folder"] / METRICS)) for m in models]
     styles = list(dict.fromkeys(s for _, m in metrics_by_model for s in m["styles"]))
     paths = []
     for style in styles:

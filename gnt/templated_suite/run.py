@@ -57,7 +57,7 @@ from gnt.evaluation.driver import (
 )
 from gnt.evaluation.leakage import LeakageStatus, guard_leakage
 from gnt.evaluation.results import cache_path, model_dir
-from gnt.filenames import METRICS, RECORD, SUMMARY, TEMPLATED_SUITE
+from gnt.filenames import METRICS, RECORD, SUMMARY, TEMPLATED_OUTPUTS, TEMPLATED_SUITE
 from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationRequest
 from gnt.io import read_json, sha256_text, write_json, write_jsonl, write_text_atomic
 from gnt.output_format import extract, output_regex
@@ -80,7 +80,7 @@ STYLES: tuple[str, ...] = ("plain", "grid")
 PLAIN_PROMPT = "Translate the following English text into {lang_name}. Reply with the translation only.\n\n{source}"
 SUITE_FILE = TEMPLATED_SUITE
 SUBDIR = "templated"
-OUTPUTS = "outputs.jsonl"
+OUTPUTS = TEMPLATED_OUTPUTS
 UNKNOWNS = "unknown.jsonl"
 UNKNOWN_FIELDS = ("style", "lang", "adjective", "variant", "source", "translation", "reason", "evidence")
 """What ``unknown.jsonl`` keeps of an output: enough to review it and, if the form is valid, add it to extra_forms."""
@@ -101,12 +101,13 @@ class SuiteConfig:
     pairs_per_lang: int | None = field(
         default=None, metadata={"help": "evaluate at most N pairs per language (spread over templates)"}
     )
-    suite_seed: int = 0
-    styles: list[str] = field(default_factory=lambda: list(STYLES), metadata={"choices": STYLES})
-    grid_config: str = field(default="G+S", metadata={"choices": CONFIGS})
-    grid_shots: int = field(default=4, metadata={"choices": SHOT_COUNTS})
+    suite_seed: int = field(default=0, metadata={"help": "seed of the pair sample and its spread over templates"})
+    styles: list[str] = field(default_factory=lambda: list(STYLES), metadata={
+        "choices": STYLES, "help": "prompts: plain (translate only) and/or grid (the grid cell of grid_config/grid_shots)"})
+    grid_config: str = field(default="G+S", metadata={"choices": CONFIGS, "help": "grid style: prompt configuration"})
+    grid_shots: int = field(default=4, metadata={"choices": SHOT_COUNTS, "help": "grid style: demonstrations per prompt"})
     extra_forms: str | None = field(default=None, metadata={"help": "TSV of extra adjective forms (lang en form label strategy)"})
-    plots: bool = True
+    plots: bool = field(default=True, metadata={"help": "draw the suite's figures"})
 
     def validate(self) -> SuiteConfig:
         if not self.styles:

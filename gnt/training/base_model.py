@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gnt.filenames import RUN_RECORD
 from gnt.models.aliases import MODEL_ALIASES, resolve_model
 from gnt.training.config import TrainingError
 
@@ -64,7 +65,7 @@ def resolve_sft_adapter(spec: str) -> SFTAdapter:
         raise TrainingError(f"sft_adapter: {config} does not name its base model (base_model_name_or_path)")
     _check_adapter_weights(path)
     record = None
-    for candidate in (path / "gnt_run.json", path.parent / "gnt_run.json"):
+    for candidate in (path / RUN_RECORD, path.parent / RUN_RECORD):
         if candidate.is_file():
             record = json.loads(candidate.read_text(encoding="utf-8"))
             break

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from gnt.data.errors import DataError, DataErrors, json_object_lines
+from gnt.filenames import MANIFEST
 from gnt.io import sha256_file
 from gnt.training.config import TrainingError
 
 FIELDS = {"sft": ("prompt", "completion"), "dpo": ("prompt", "chosen", "rejected")}
 """The columns each stage trains on; metadata columns (id, lang, cell, ...) stay in the files."""
 
-MANIFEST = "manifest.json"
 MAX_REPORTED_ERRORS = 20
 
 

@@ -22,9 +22,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from gnt.filenames import RUN_RECORD
 from gnt.io import read_json, write_json
 
-RUN_RECORD = "gnt_run.json"
 FORMAT = "gnt-align/run/1"
 
 

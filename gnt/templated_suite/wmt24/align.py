@@ -3,13 +3,16 @@
 One adjective may describe different people in one segment ("I'm fantastic and you're scared" / "No you're scared,
 but I'm fantastic" swaps the referents between the turns), so a slot is classified on its own stretch only:
 
-1. the translation's quotations ("…", “…”, «…», „…“, and dialogue dashes as Spanish writes them, "—Creo que
-   soy feliz —dije—.") are matched to the segment's turns in order (a translation whose quotations do not line up
-   with the turns is not split, see 3.);
+1. the translation's quotations ("…", “…”, «…», „…“, spaced asterisks "* … *", and dialogue dashes as Spanish
+   writes them, "—Creo que soy feliz —dije—.") are matched to the segment's turns in order; a speech split by a
+   short narrator incise ("No eres grosero," le respondió, "pero…") is one quotation; a translation whose
+   quotations do not line up with the turns is not split, see 3.;
 2. a quote that carries two slots is cut at its first joiner ("y"/"e" where the English says "and", "pero"/"sino"
    where it says "but"; per language), the first part for the first slot;
 3. a slot whose adjective describes one person only in the segment may fall back to the whole quote or the whole
-   translation; otherwise the slot is unknown with the reason ``unaligned`` (never guessed).
+   translation; otherwise the slot is unknown with the reason ``unaligned`` (never guessed);
+4. a translation cut short (:func:`is_truncated`) renders the first turns only: its quotes are matched to those,
+   and the slots of the turns it never reached are ``cut``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,20 @@ from dataclasses import dataclass
 
 from gnt.templated_suite.wmt24.reader import Segment, Slot
 
-_QUOTES = re.compile(r'"([^"]*)"|“([^”]*)”|«([^»]*)»|„([^“”]*)[“”]|‘([^’]*)’')
+_QUOTES = re.compile(
+    r'"([^"]*)"|“([^”]*)”|«([^»]*)»|„([^“”]*)[“”]|‘([^’]*)’'
+    # asterisks used as quotation marks ("* Creo que soy generoso *,"): spaced, so a gender star inside a word
+    # ("amig*s") is never taken for one
+    r"|(?:(?<=\s)|^)\*\s+([^*]+?)\s+\*(?=[\s,.;:!?]|$)"
+)
+#: A translation shorter than this share of its English source, or stopping without final punctuation while
+#: lacking quotes for some turns, was cut short (complete Spanish translations of the suite measure at least
+#: 0.78 of the English in every system whose outputs are whole).
+TRUNCATED_SHARE = 0.6
+_FINAL = re.compile(r"[.!?…\"”»)\]]\s*$")
+#: An incise between two quotes of one speech ("No eres grosero," le respondió, "pero estoy delgado"): at most
+#: this many words, no sentence end, and a comma before the speech goes on.
+INCISE_WORDS = 4
 #: Words that join the two clauses of a two-slot quote, per language: (for "and", for "but").
 JOINERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "es": (("y", "e"), ("pero", "sino", "aunque")),
@@ -58,7 +74,23 @@ def quotations(text: str) -> list[str]:
         speech = text[start:end].strip()
         if speech:
             spans.append((m.start(), end, speech))
-    return [speech for _, _, speech in sorted(spans)]
+    return _join_incises(text, sorted(spans))
+
+
+def _join_incises(text: str, spans: list[tuple[int, int, str]]) -> list[str]:
+    """Quotes split by a short narrator incise are one speech: join them (the incise itself is left out)."""
+    out: list[tuple[int, int, str]] = []
+    for start, end, speech in spans:
+        if out:
+            between = text[out[-1][1] : start]
+            words = re.findall(r"\w+", between)
+            # the incise ends with the comma that continues the speech ("le respondió, 'pero..."), where a
+            # new turn would follow a sentence end or a colon
+            if 0 < len(words) <= INCISE_WORDS and not re.search(r"[.!?:]", between) and between.rstrip().endswith(","):
+                out[-1] = (out[-1][0], end, f"{out[-1][2]} {speech}")
+                continue
+        out.append((start, end, speech))
+    return [speech for _, _, speech in out]
 
 
 def split_clauses(quote: str, lang: str, joiner: str) -> tuple[str, str] | None:
@@ -72,13 +104,21 @@ def split_clauses(quote: str, lang: str, joiner: str) -> tuple[str, str] | None:
     return quote[: match.start()], quote[match.end() :]
 
 
+def is_truncated(translation: str, segment: Segment) -> bool:
+    """Whether a translation was cut short (far shorter than the source, or ending mid-sentence)."""
+    text = clean(translation)
+    if len(text) < TRUNCATED_SHARE * len(segment.source):
+        return True
+    return not _FINAL.search(text) and len(quotations(text)) < segment.turns
+
+
 @dataclass(frozen=True)
 class SlotText:
     """The text a slot is classified on (None when it cannot be told apart), and how it was found."""
 
     text: str | None
     english: str
-    how: str  # "clause", "quote", "whole" or "unaligned"
+    how: str  # "clause", "quote", "whole", "unaligned" or "cut" (its turn is past where the translation stops)
 
 
 def _joiner(segment: Segment, turn: int) -> str:
@@ -89,7 +129,9 @@ def slot_texts(segment: Segment, translation: str, lang: str) -> list[SlotText]:
     """One :class:`SlotText` per slot of ``segment`` (in slot order)."""
     text = clean(translation)
     quotes = quotations(text)
-    aligned = len(quotes) == segment.turns
+    # A translation cut short renders the first turns: its quotes are those turns, the later ones are missing.
+    cut = is_truncated(text, segment) and 0 < len(quotes) < segment.turns
+    aligned = len(quotes) == segment.turns or cut
     single_referent = {
         adj: len({s.character for s in segment.slots if s.adjective == adj}) == 1 for adj in segment.adjectives
     }
@@ -98,6 +140,9 @@ def slot_texts(segment: Segment, translation: str, lang: str) -> list[SlotText]:
         english = segment.quotes[slot.turn - 1]
         turn_slots = [s for s in segment.slots if s.turn == slot.turn]
         position = turn_slots.index(slot)
+        if cut and slot.turn > len(quotes):
+            out.append(SlotText(None, english, "cut"))
+            continue
         if aligned:
             quote = quotes[slot.turn - 1]
             if len(turn_slots) == 1:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gnt.data.templated import LANGUAGES, load_lexicon
 from gnt.evaluation.discovery import ModelUnderTest
+from gnt.filenames import MANIFEST
 from gnt.io import read_json
 
 
@@ -29,8 +30,8 @@ def _manifest(model: ModelUnderTest) -> Path | None:
     run = Path(model.run_dir) if model.run_dir else None
     candidates = [Path(data_dir)] + ([run / data_dir, run.parent / data_dir] if run else [])
     for folder in candidates:
-        if (folder / "manifest.json").is_file():
-            return folder / "manifest.json"
+        if (folder / MANIFEST).is_file():
+            return folder / MANIFEST
     return None
 
 

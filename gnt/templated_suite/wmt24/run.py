@@ -3,6 +3,7 @@
 Files written to ``<out>/wmt24/`` (other tools read these names)::
 
     summary.tsv        lang system ambiguity n_det n_amb M_det F_det N_det M_amb F_amb N_amb dM dF dN unknown_rate
+                       unknown_gap_rate unknown_no_rendering_rate (after the fixed columns)
     strategies.tsv     lang system N_det N1 N2 N3 N4 N5   (shares of all classified determined items)
     summary.json       the same numbers with 95% paired bootstrap CIs, per system, plus unknown reasons and counts
     unknown.jsonl      every unknown item with its reason and the text it was looked up in, for review
@@ -26,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gnt.data.errors import DataError
+from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.evaluation.cache import CachedBackend, GenerationCache
 from gnt.evaluation.config import EvalConfig
 from gnt.evaluation.discovery import ModelUnderTest
@@ -42,7 +44,7 @@ from gnt.generation.base import DecodingParams, Generation, GenerationRequest
 from gnt.io import sha256_text, write_json, write_jsonl, write_text_atomic
 from gnt.records import environment_record
 from gnt.templated_suite.classify import STRATEGIES, Classifier
-from gnt.templated_suite.run import plain_messages, read_output
+from gnt.templated_suite.run import UNKNOWNS, plain_messages, read_output
 from gnt.templated_suite.wmt24.leakage import leakage_report
 from gnt.templated_suite.wmt24.lexicon import check_coverage, load_suite_lexicon
 from gnt.templated_suite.wmt24.reader import AMBIGUITIES, Segment, read_suite
@@ -78,9 +80,9 @@ class Wmt24Options:
     outputs: str | None = None
     outputs_name: str = "outputs"
     limit: int | None = None
-    bootstrap_samples: int = 1000
-    bootstrap_seed: int = 0
-    alpha: float = 0.05
+    bootstrap_samples: int = DEFAULT_SAMPLES
+    bootstrap_seed: int = DEFAULT_SEED
+    alpha: float = DEFAULT_ALPHA
     plots: bool = True
 
 
@@ -109,7 +111,8 @@ def _pool_table(blocks: dict) -> dict:
             entry[f"{c}_det"] = block["determined"][c]
             entry[f"{c}_amb"] = block["ambiguous"][c]
             entry[f"d{c}"] = block["delta"][c]
-        entry["unknown"] = block["unknown"]
+        for key in ("unknown", "unknown_gap", "unknown_no_rendering", "n_paired_items", "n_pairs_matched"):
+            entry[key] = block.get(key)
         entry["n_items"] = block["n_items"]
         pools[pool] = entry
     return pools
@@ -255,6 +258,9 @@ def run_wmt24(
             "unknown": metrics["unknown"],
             "unknown_rate": round(metrics["unknown"] / metrics["n_items"], 6) if metrics["n_items"] else None,
             "unknown_reasons": metrics["unknown_reasons"],
+            "unknown_gap": metrics["unknown_gap"],
+            "unknown_no_rendering": metrics["unknown_no_rendering"],
+            "decided_by_predicate": metrics["decided_by_predicate"],
         }
         log.info("%s: %d items, %.1f%% unknown", source.system, metrics["n_items"],
                  100 * detailed[source.system]["unknown_rate"])
@@ -265,7 +271,7 @@ def run_wmt24(
             detailed[name]["leakage"] = status
     write_text_atomic(folder / "summary.tsv", _tsv(SUMMARY_COLUMNS, summary))
     write_text_atomic(folder / "strategies.tsv", _tsv(STRATEGY_COLUMNS, strategies))
-    write_jsonl(folder / "unknown.jsonl", unknown)
+    write_jsonl(folder / UNKNOWNS, unknown)
     write_json(folder / LEAKAGE, leakage)
     problems_path = folder / "parse_problems.tsv"
     if suite.problems:
@@ -279,17 +285,19 @@ def run_wmt24(
 
         entries = [(s.system, s.kind, {"pools": _pools(detailed[s.system])}) for s in sources]
         plot = str(plot_ranking(entries, options.lang, folder / f"ranking_{options.lang}.png"))
-    totals = {"items": sum(d["n_items"] for d in detailed.values()), "unknown": sum(d["unknown"] for d in detailed.values())}
+    totals = {key: sum(d[key] for d in detailed.values())
+              for key in ("n_items", "unknown", "unknown_gap", "unknown_no_rendering")}
     write_json(folder / SUMMARY, {
         "format": SUMMARY_FORMAT,
         "lang": options.lang,
         "segments": {"in_folder": suite.total, "parsed": len(suite.segments), "scored": len(segments),
                      "problems": len(suite.problems)},
         "bootstrap": {"samples": options.bootstrap_samples, "seed": options.bootstrap_seed, "alpha": options.alpha,
-                      "method": "percentile; adjectives resampled, so det/amb differences are paired"},
+                      "method": "percentile; matched pairs (adjective and frame) resampled, so det/amb differences are paired"},
         "denominator": "classified items (unknowns excluded and counted)",
         "strategies": list(STRATEGIES),
-        "unknown_overall": round(totals["unknown"] / totals["items"], 6) if totals["items"] else None,
+        **{f"{key}_overall": round(totals[key] / totals["n_items"], 6) if totals["n_items"] else None
+           for key in ("unknown", "unknown_gap", "unknown_no_rendering")},
         "systems": detailed,
         "skipped": skipped,
         "plot": plot,

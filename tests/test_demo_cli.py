@@ -1,0 +1,56 @@
+"""The demo's command line: the project's one convention, step overrides as STEP.KEY=VALUE (old spellings kept)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def demo(*words: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "scripts/demo.py", *words], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def commands(result: subprocess.CompletedProcess) -> list[str]:
+    return [line[2:] for line in result.stdout.splitlines() if line.startswith("$ ")]
+
+
+def test_keys_and_step_overrides_reach_the_commands() -> None:
+    result = demo("model=tiny", "out=outputs/x", "steps=sft,eval", "sft.max_steps=3", "eval.rows_per_lang=4",
+                  "templated.pairs_per_lang=2", "dry_run=true")
+    assert result.returncode == 0, result.stderr
+    sft, evaluation = commands(result)
+    assert "train/sft.py recipes/tiny.yaml" in sft and sft.endswith("max_steps=3")
+    assert "output_dir=outputs/x/runs/sft" in sft
+    assert "eval/evaluate.py recipes/eval-tiny.yaml" in evaluation
+    assert "steps=grid" in evaluation and "rows_per_lang=4" in evaluation
+    assert "templated.pairs_per_lang=2" in evaluation
+
+
+def test_old_flags_are_synonyms() -> None:
+    new = demo("model=tiny", "sft.max_steps=3", "dry_run=true")
+    old = demo("--model", "tiny", "--set", "sft:max_steps=3", "--dry-run")
+    assert new.returncode == old.returncode == 0, old.stderr
+    assert commands(new) == commands(old) and len(commands(new)) == 4
+
+
+def test_unknown_keys_steps_and_values_fail_before_anything_runs() -> None:
+    for words, expected in [
+        (("modl=tiny",), "modl"),
+        (("steps=data,evl",), "steps"),
+        (("model=huge",), "model"),
+        (("trian.max_steps=3",), "STEP.KEY=VALUE"),
+    ]:
+        result = demo(*words, "dry_run=true")
+        assert result.returncode == 2, (words, result.stdout)
+        assert expected in result.stderr and not commands(result), (words, result.stderr)
+
+
+def test_help_lists_every_key_with_its_default() -> None:
+    result = demo("--help")
+    assert result.returncode == 0
+    for line in ("model = smollm", "out = null", "dry_run = false", "STEP.KEY=VALUE"):
+        assert line in result.stdout
