@@ -118,6 +118,15 @@ def test_concurrency_limit_is_respected_and_order_is_kept() -> None:
     assert elapsed < 9 * 0.15  # ran in parallel
 
 
+def test_the_run_record_opens_with_backend_model_and_identity_like_every_backend() -> None:
+    http = HTTPBackend("http://127.0.0.1:9/v1", "served-model", concurrency=2)
+    described = http.describe()
+    http.close()
+    assert list(described)[:3] == ["backend", "model", "model_id"]
+    assert (described["backend"], described["model"], described["model_id"]) == ("http", "served-model", "served-model|http")
+    assert described["base_url"] == "http://127.0.0.1:9/v1" and described["concurrency"] == 2
+
+
 def test_api_key_comes_from_the_environment_and_is_never_logged(monkeypatch, caplog) -> None:
     secret = "sk-test-" + "x" * 20
     monkeypatch.setenv("GNT_TEST_KEY", secret)

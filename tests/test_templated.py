@@ -243,3 +243,9 @@ def test_read_suite_reports_bad_line(tmp_path: Path):
     path.write_text('{"pair_id": "x"}\n', encoding="utf-8")
     with pytest.raises(DataError, match=rf"^{re.escape(str(path))}:1: missing field"):
         read_suite(path)
+    path.write_text('\n{"pair_id": \n', encoding="utf-8")  # a blank line, then a cut-off object
+    with pytest.raises(DataError, match=rf"^{re.escape(str(path))}:2: not valid JSON: .* \(character \d+\)"):
+        read_suite(path)
+    path.write_text('["a list"]\n', encoding="utf-8")
+    with pytest.raises(DataError, match=rf"^{re.escape(str(path))}:1: expected a JSON object, found list"):
+        read_suite(path)
