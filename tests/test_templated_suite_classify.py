@@ -34,72 +34,17 @@ def classifier() -> Classifier:
     return Classifier()
 
 
-# (lang, adjective, template, variant, translation, label, strategy)
-CASES = [
-    # --- Italian ---------------------------------------------------------------------------------------------
-    ("it", "stubborn", "they_said", "ambiguous", "«Sono testardo», disse.", "M", None),
-    ("it", "stubborn", "they_said", "ambiguous", "«Sono testarda», disse.", "F", None),
-    ("it", "stubborn", "they_said", "ambiguous", "«SONO TESTARDO», DISSE.", "M", None),
-    ("it", "happy", "they_said", "ambiguous", "«Sono felice», disse.", "N", "N1"),
-    ("it", "stubborn", "they_said", "ambiguous", "«Sono una persona testarda», disse.", "N", "N3"),
-    ("it", "stubborn", "they_said", "ambiguous", "«Sono una persona molto testarda», disse.", "N", "N3"),
-    ("it", "stubborn", "they_said", "ambiguous", "«Sono stubborn», disse.", "N", "N4"),
-    ("it", "cool", "they_said", "ambiguous", "«Sono cool», disse.", "N", "N4"),  # the lexicon's English loan
-    ("it", "stubborn", "they_said", "ambiguous", "«Sono testardo/a», disse.", "N", "N5"),
-    ("it", "stubborn", "they_said", "ambiguous", "«Sono testardə», disse.", "N", "N5"),
-    ("it", "stubborn", "they_said", "ambiguous", "«Sono testard*», disse.", "N", "N5"),
-    ("it", "stubborn", "they_said", "ambiguous", "«Sono testardo o testarda», disse.", "N", "N5"),
-    ("it", "emotional", "you_react_emotionally", "ambiguous",
-     "«Reagisci sempre in modo così emotivo. Sei emotiva», dissi.", "F", None),  # context "emotivo" discounted
-    # --- Spanish ---------------------------------------------------------------------------------------------
-    ("es", "shy", "they_said", "ambiguous", "«Soy tímido», dijo.", "M", None),
-    ("es", "shy", "they_said", "ambiguous", "«Soy timida», dijo.", "F", None),  # accent-insensitive
-    ("es", "happy", "they_said", "ambiguous", "«Soy feliz», dijo.", "N", "N1"),
-    ("es", "shy", "they_said", "ambiguous", "«Soy una persona tímida», dijo.", "N", "N3"),
-    ("es", "shy", "they_said", "ambiguous", "«Soy shy», dijo.", "N", "N4"),
-    ("es", "shy", "they_said", "ambiguous", "«Soy tímid@», dijo.", "N", "N5"),
-    ("es", "shy", "they_said", "ambiguous", "«Soy tímide», dijo.", "N", "N5"),
-    ("es", "shy", "they_said", "ambiguous", "«Soy tímido/a», dijo.", "N", "N5"),
-    ("es", "emotional", "you_react_emotionally", "ambiguous",
-     "«Siempre reaccionas de forma tan emotiva. Eres emotivo», dije.", "M", None),
-    ("es", "emotional", "you_react_emotionally", "ambiguous",
-     "«Siempre reaccionas de forma tan emotiva. Eres una persona emotiva», dije.", "N", "N3"),
-    # --- German ----------------------------------------------------------------------------------------------
-    ("de", "stubborn", "they_said", "ambiguous", "„Ich bin ein sturer Mann“, sagte er.", "M", None),
-    ("de", "stubborn", "they_said", "ambiguous", "„Ich bin ein Sturer“, sagte er.", "M", None),
-    ("de", "stubborn", "they_said", "ambiguous", "„Ich bin ein sehr sturer Typ“, sagte er.", "M", None),
-    ("de", "stubborn", "they_said", "ambiguous", "„Ich bin eine sture Frau“, sagte sie.", "F", None),
-    ("de", "stubborn", "they_said", "ambiguous", "„Ich bin eine Sture“, sagte sie.", "F", None),
-    ("de", "stubborn", "they_said", "ambiguous", "„Ich bin ein stures Mädchen“, sagte sie.", "F", None),
-    ("de", "stubborn", "they_said", "ambiguous", "„Ich bin stur“, sagte die Person.", "N", "N1"),
-    ("de", "sensitive", "they_said", "ambiguous", "„Ich bin sensibel“, sagte die Person.", "N", "N1"),
-    ("de", "sensitive", "they_said", "ambiguous", "„Ich bin ein sensibler Mann“, sagte er.", "M", None),
-    ("de", "stubborn", "they_said", "ambiguous", "„Ich bin ein stures Wesen“, sagte die Person.", "N", "N2"),
-    ("de", "stubborn", "they_said", "ambiguous", "„Ich bin eine sture Person“, sagte die Person.", "N", "N3"),
-    ("de", "stubborn", "they_said", "ambiguous", "„Ich bin ein sturer Mensch“, sagte die Person.", "N", "N3"),
-    ("de", "stubborn", "they_said", "ambiguous", "„Ich bin stubborn“, sagte die Person.", "N", "N4"),
-    ("de", "stubborn", "they_said", "ambiguous", "„Ich bin sture*r“, sagte die Person.", "N", "N5"),
-    ("de", "stubborn", "they_said", "ambiguous",
-     "„Ich bin ein sturer Mann oder eine sture Frau“, sagte die Person.", "N", "N5"),
-    ("de", "emotional", "they_react_emotionally", "ambiguous",
-     "„Ich reagiere auf alles emotional. Ich bin eine emotionale Frau“, sagte sie.", "F", None),
-    ("de", "emotional", "they_react_emotionally", "ambiguous",
-     "„Ich reagiere auf alles emotional. Ich bin emotional“, sagte die Person.", "N", "N1"),
-    # --- Greek -----------------------------------------------------------------------------------------------
-    ("el", "stubborn", "they_said", "ambiguous", "«Είμαι πεισματάρης», είπε.", "M", None),
-    ("el", "stubborn", "they_said", "ambiguous", "«Είμαι πεισματάρα», είπε.", "F", None),
-    ("el", "stubborn", "they_said", "ambiguous", "«ΕΙΜΑΙ ΠΕΙΣΜΑΤΑΡΗΣ», ΕΙΠΕ.", "M", None),  # no accents, capitals
-    ("el", "honest", "they_said", "ambiguous", "«Είμαι ειλικρινής», είπε.", "N", "N1"),
-    ("el", "stubborn", "they_said", "ambiguous", "«Είμαι πεισματάρικο», είπε.", "N", "N2"),
-    ("el", "honest", "they_said", "ambiguous", "«Είμαι ειλικρινές», είπε.", "N", "N2"),
-    ("el", "stubborn", "they_said", "ambiguous", "«Είμαι ένα πεισματάρικο άτομο», είπε.", "N", "N3"),
-    ("el", "stubborn", "they_said", "ambiguous", "«Είμαι ένας πεισματάρης άνθρωπος», είπε.", "N", "N3"),
-    ("el", "honest", "they_said", "ambiguous", "«Είμαι ένα ειλικρινές άτομο», είπε.", "N", "N3"),
-    ("el", "stubborn", "they_said", "ambiguous", "«Είμαι stubborn», είπε.", "N", "N4"),
-    ("el", "cool", "they_said", "ambiguous", "«Είμαι κουλ», είπε.", "N", "N4"),
-    ("el", "proud", "they_said", "ambiguous", "«Είμαι περήφανος/η», είπε.", "N", "N5"),
-    ("el", "stubborn", "they_said", "ambiguous", "«Είμαι πεισματάρης ή πεισματάρα», είπε.", "N", "N5"),
-]
+def _cases() -> list[tuple]:
+    """The hand-written cases of tests/fixtures/templated_classify_cases.tsv (a table reads better as data)."""
+    rows = [line.split("\t") for line in CASES_FILE.read_text(encoding="utf-8").splitlines()
+            if line and not line.startswith("#")]
+    header, body = rows[0], rows[1:]
+    assert header[:7] == ["lang", "adjective", "template", "variant", "translation", "label", "strategy"]
+    return [pytest.param(*row[:6], row[6] or None, id=f"{row[0]}-{number}") for number, row in enumerate(body, 2)]
+
+
+CASES_FILE = Path(__file__).parent / "fixtures" / "templated_classify_cases.tsv"
+CASES = _cases()
 
 
 @pytest.mark.parametrize(("lang", "adjective", "template", "variant", "translation", "label", "strategy"), CASES)

@@ -23,10 +23,10 @@ once per device, and only rank 0 returns from ``predict`` to write the files.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -99,24 +99,16 @@ def clean_spans(spans) -> list[dict]:
     ]
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write via a temporary sibling and rename, so a reader never sees a prefix.
+def _load_stdlib_io():
+    """The project's file helpers (``gnt/io.py``, standard library only), loaded by path: this script runs inside
+    the xCOMET environment, where the ``gnt`` package (and its transformers 5 stack) is not installed."""
+    spec = importlib.util.spec_from_file_location("gnt_stdlib_io", Path(__file__).resolve().parent.parent / "io.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
 
-    Same as ``gnt.io.write_text_atomic``; repeated here because this script runs inside the xCOMET environment,
-    where the gnt package (and its transformers 5 stack) is not installed.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+
+write_text_atomic = _load_stdlib_io().write_text_atomic
 
 
 def score(samples: list[dict], model_name: str, batch_size: int, gpus: int, progress: bool) -> tuple[list, dict]:
