@@ -18,7 +18,9 @@ def make_checkpoint(base_model: Path, folder: Path, seed: int, rank: int = 4) ->
 
     model = AutoModelForCausalLM.from_pretrained(base_model)
     config = LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
-    peft_model = get_peft_model(model, config)
+    with torch.random.fork_rng(devices=[]):  # LoRA's A init draws from the global RNG: seed it, leave it as it was
+        torch.manual_seed(seed)
+        peft_model = get_peft_model(model, config)
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, param in peft_model.named_parameters():
