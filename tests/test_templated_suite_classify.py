@@ -103,6 +103,10 @@ def test_extra_forms_extend_the_lexicon(records, tmp_path: Path):
     assert classify("«Sono cocciuto», disse.", record, extra).label == "M"
     result = classify("«Sono una testa dura», disse.", record, extra)
     assert (result.label, result.strategy, result.rule) == ("N", "N3", "extra_form")
+    # a gendered synonym in a generic-person-noun phrase is neutral, as the lexicon's own forms are
+    result = classify("«Sono una persona cocciuta», disse.", record, [*extra, ExtraForm("it", "stubborn", "cocciuta", "F")])
+    assert (result.label, result.strategy, result.rule) == ("N", "N3", "generic_noun")
+    assert classify("«Sono cocciuta», disse.", record, [ExtraForm("it", "stubborn", "cocciuta", "F")]).label == "F"
     with pytest.raises(ValueError, match="needs a strategy"):
         ExtraForm("it", "stubborn", "x", "N", None)
     bad = tmp_path / "bad.tsv"

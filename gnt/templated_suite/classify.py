@@ -9,7 +9,8 @@ to σ). It never guesses: a translation in which no rule fires, or in which rule
 Rules are tried in a fixed priority order; a match masks its characters so a lower rule cannot reuse them (the
 feminine "testarda" inside the neutral noun phrase "una persona testarda" is not also counted as F):
 
-1. user-supplied extra forms (:class:`ExtraForm`), the most specific knowledge there is;
+1. user-supplied extra forms (:class:`ExtraForm`), the most specific knowledge there is; a gendered extra form in
+   a phrase headed by a generic person noun ("una persona malhumorada") is N3, as the lexicon's own forms are;
 2. **N5** alternative morphology: double forms ("testardo/a", "testardo o testarda", "ein sturer Mann oder eine
    sture Frau", "περήφανος/η"), gender star and friends ("sture*r", "sture:r", "sture(r)") and new endings on the
    stem shared by M and F (it ə ǝ * @ x u 3; es @ * x e ə; el @ * x);
@@ -300,6 +301,20 @@ def _greek_neuter(forms: Forms) -> str | None:
     return None
 
 
+def _generic_noun_rule(lang: str, heads: Iterable[str], neuter: str | None = None) -> Rule:
+    """N3: an adjective form (the lexicon's, or a gendered synonym of the extra forms) in a phrase headed by a
+    generic person noun, so that "una persona malhumorada" is neutral although "malhumorada" alone is F."""
+    nouns = _alt(GENERIC_NOUNS[lang])
+    forms = _alt([*heads, *([neuter] if neuter else [])])
+    if lang == "el":  # adjectives precede the noun: "ένα πολύ πεισματάρικο άτομο"
+        body = rf"(?:{forms})\s+(?:{nouns})"
+        if neuter:
+            body += rf"|(?:{nouns})\s+(?:{_lit(neuter)})"
+    else:  # it/es: the adjective follows, maybe after an adverb: "una persona molto testarda"
+        body = rf"(?:{nouns})(?:\s+\w+)?\s+(?:{forms})"
+    return Rule("generic_noun", "N", "N3", _word(body))
+
+
 def _romance_or_greek_rules(forms: Forms) -> list[Rule]:
     lang = forms.lang
     m, f = _lit(forms.m), _lit(forms.f)
@@ -310,15 +325,7 @@ def _romance_or_greek_rules(forms: Forms) -> list[Rule]:
     if normalise(forms.n) not in (normalise(forms.m), normalise(forms.f)):
         rules.append(Rule("lexicon_N", "N", forms.n_strategy, _word(_lit(forms.n))))
     neuter = _greek_neuter(forms) if lang == "el" else None
-    heads = [forms.m, forms.f] + ([neuter] if neuter else [])
-    nouns = _alt(GENERIC_NOUNS[lang])
-    if lang == "el":  # adjectives precede the noun: "ένα πολύ πεισματάρικο άτομο"
-        body = rf"(?:{_alt(heads)})\s+(?:{nouns})"
-        if neuter:
-            body += rf"|(?:{nouns})\s+(?:{_lit(neuter)})"
-    else:  # it/es: the adjective follows, maybe after an adverb: "una persona molto testarda"
-        body = rf"(?:{nouns})(?:\s+\w+)?\s+(?:{_alt(heads)})"
-    rules.append(Rule("generic_noun", "N", "N3", _word(body)))
+    rules.append(_generic_noun_rule(lang, [forms.m, forms.f], neuter))
     if neuter and normalise(neuter) not in (normalise(forms.m), normalise(forms.f)):
         rules.append(Rule("neuter", "N", "N2", _word(_lit(neuter))))
     if forms.marked:
@@ -375,11 +382,10 @@ def _german_rules(forms: Forms) -> list[Rule]:
 
 def build_rules(forms: Forms, extra: Iterable[ExtraForm] = ()) -> list[Rule]:
     """The rules of one adjective in one language, in priority order (see the module docstring)."""
-    rules = [
-        Rule("extra_form", e.label, e.strategy, _word(_lit(e.form)))
-        for e in extra
-        if e.lang == forms.lang and normalise(e.en) == normalise(forms.en)
-    ]
+    mine = [e for e in extra if e.lang == forms.lang and normalise(e.en) == normalise(forms.en)]
+    rules = [_generic_noun_rule(forms.lang, [e.form for e in mine if e.label in ("M", "F")])] if (
+        forms.lang in ("it", "es", "el") and any(e.label in ("M", "F") for e in mine)) else []
+    rules += [Rule("extra_form", e.label, e.strategy, _word(_lit(e.form))) for e in mine]
     if forms.lang == "de":
         rules.extend(_german_rules(forms))
     elif forms.lang in ("it", "es", "el"):
