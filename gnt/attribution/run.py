@@ -39,6 +39,7 @@ from gnt.attribution.results import (
     recorded_model,
 )
 from gnt.attribution.spans import TARGETS, AttributionInput, build_input
+from gnt.filenames import RECORD
 from gnt.io import write_json, write_jsonl
 from gnt.prompts.grid import Cell, PromptGrid
 
@@ -370,7 +371,7 @@ def run_attribution(config: AttributionConfig) -> dict:
             "config": asdict(config),
             "environment": environment_record(),
         }
-        write_json(out / "record.json", record)
+        write_json(out / RECORD, record)
         summary["cells"][cell] = {"dir": str(out), "rows": n_rows, "skipped": len(skipped), "seconds": round(seconds, 3),
                                   "figures": [str(f) for f in figures]}
     return summary
@@ -498,7 +499,7 @@ def run_contrastive(config: ContrastiveConfig) -> dict:
             "config": asdict(config),
             "environment": environment_record(),
         }
-        write_json(out / "record.json", record)
+        write_json(out / RECORD, record)
         summary["cells"][cell_name] = {"dir": str(out), "rows": len(records), "seconds": round(seconds, 3),
                                        "figures": [str(f) for f in figures]}
     return summary
