@@ -50,7 +50,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -166,13 +166,8 @@ class Classification:
     reason: str | None = None
 
     def to_json(self) -> dict:
-        return {
-            "label": self.label,
-            "strategy": self.strategy,
-            "evidence": self.evidence,
-            "rule": self.rule,
-            "reason": self.reason,
-        }
+        """Every field, in declaration order (what outputs.jsonl and unknown.jsonl hold)."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
