@@ -51,11 +51,26 @@ class ProjectArgs(WandbSettings):
         default="bfloat16",
         metadata={"help": "dtype of the merged model.", "choices": ["bfloat16", "float16", "float32"]},
     )
+    share_prompt_prefix: bool = field(
+        default=False,
+        metadata={"help": "Batch rows of one prompt cell together and compute the prompt prefix they share "
+                  "(system, preamble, guidelines, shots) once per batch: exact, and several times less backbone "
+                  "work when prompts are long and completions short (gnt.training.lean_forward). Not with packing "
+                  "or activation checkpointing (then it does nothing)."},
+    )
 
 
 @dataclass
 class SFTProjectArgs(ProjectArgs):
     """Project keys of the SFT stage."""
+
+    decision_token_weight: float = field(
+        default=1.0,
+        metadata={"help": "Loss weight of each completion's decision token (where a GENDERED and a NEUTRAL answer "
+                  "first differ) relative to 1 for every other completion token. The label is one token of a "
+                  "~30-token completion: above 1 the recognition decision is not drowned by the translation. "
+                  "The logged loss stays unweighted (gnt.training.lean_forward)."},
+    )
 
 
 @dataclass
@@ -223,6 +238,10 @@ def _check_ranges(values: dict[str, Any], where: str) -> None:
     epochs = values.get("num_train_epochs")
     if isinstance(epochs, (int, float)) and epochs <= 0 and not (isinstance(steps, int) and steps > 0):
         raise RecipeError(f"{where}: num_train_epochs: {epochs}: give a positive number (or set max_steps)")
+    weight = values.get("decision_token_weight")
+    if isinstance(weight, (int, float)) and weight <= 0:
+        raise RecipeError(f"{where}: decision_token_weight: {weight}: give a positive weight (1 weighs the decision "
+                          "token like every other token)")
 
 
 def _trl_default(klass: type, name: str) -> Any:

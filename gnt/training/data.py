@@ -20,7 +20,11 @@ from gnt.io import sha256_file
 from gnt.training.config import TrainingError
 
 FIELDS = {"sft": ("prompt", "completion"), "dpo": ("prompt", "chosen", "rejected")}
-"""The columns each stage trains on; metadata columns (id, lang, cell, ...) stay in the files."""
+"""The columns each stage trains on; metadata columns (id, lang, ...) stay in the files."""
+
+GROUP_FIELD = "cell"
+"""The one metadata column kept: the grid cell a row's prompt was drawn from, by which batches can share their
+prompt prefix (gnt.training.lean_forward). Optional: rows of other origins simply lack it."""
 
 MAX_REPORTED_ERRORS = 20
 
@@ -94,7 +98,10 @@ def read_rows(path: Path, stage: str) -> list[dict]:
         if problem:
             errors.append(problem)
             continue
-        rows.append({f: record[f] for f in fields})
+        row = {f: record[f] for f in fields}
+        if isinstance(record.get(GROUP_FIELD), str):
+            row[GROUP_FIELD] = record[GROUP_FIELD]
+        rows.append(row)
     if errors:
         raise errors[0] if len(errors) == 1 else DataErrors(errors)
     if not rows:

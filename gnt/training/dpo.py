@@ -17,6 +17,7 @@ from gnt.recipe import normalize_overrides
 from gnt.training.base_model import load_sft_policy, resolve_model, resolve_sft_adapter, same_model
 from gnt.training.config import TrainingError
 from gnt.training.data import TrainingData, to_dataset
+from gnt.training.lean_forward import make_lean
 from gnt.training.runner import PreparedRun, StagePlugin, end_run, prepare_run, train_run
 from gnt.training.template_checks import check_target_eos
 
@@ -60,6 +61,7 @@ def _build_trainer(run: PreparedRun, callbacks: list) -> Any:
         processing_class=run.tokenizer,
         callbacks=callbacks,
     )
+    run.record["lean_forward"] = make_lean(trainer, run.setup.project.share_prompt_prefix)
     if REFERENCE_ADAPTER not in trainer.model.peft_config or trainer.ref_model is not None:
         raise TrainingError(
             "TRL did not set up the SFT adapter as a frozen 'ref' adapter (installed TRL behaves differently from "

@@ -14,6 +14,7 @@ from typing import Any
 from gnt.recipe import normalize_overrides
 from gnt.training.base_model import model_init_kwargs, quantization_config, resolve_model
 from gnt.training.data import TrainingData, to_dataset
+from gnt.training.lean_forward import decision_token_ids, make_lean, weigh_decision_token
 from gnt.training.runner import PreparedRun, StagePlugin, end_run, prepare_run, train_run
 from gnt.training.template_checks import check_target_eos
 
@@ -32,7 +33,7 @@ def _build_trainer(run: PreparedRun, callbacks: list) -> Any:
 
     args, model_args = run.setup.training_args, run.setup.model_args
     args.model_init_kwargs = model_init_kwargs(model_args, args)
-    return SFTTrainer(
+    trainer = SFTTrainer(
         model=run.base_model,
         args=args,
         train_dataset=to_dataset(run.data.train),
@@ -42,6 +43,15 @@ def _build_trainer(run: PreparedRun, callbacks: list) -> Any:
         quantization_config=quantization_config(model_args),
         callbacks=callbacks,
     )
+    project = run.setup.project
+    run.record["lean_forward"] = make_lean(trainer, project.share_prompt_prefix)
+    if project.decision_token_weight != 1.0:
+        langs = sorted({row["cell"].split("/")[0] for row in run.data.train if "cell" in row}) or ["en"]
+        ids = decision_token_ids(run.tokenizer, langs)
+        weigh_decision_token(trainer.model, ids, project.decision_token_weight)
+        run.record["lean_forward"]["decision_token"] = {"weight": project.decision_token_weight,
+                                                        "token_ids": sorted(ids)}
+    return trainer
 
 
 SFT = StagePlugin("sft", _resolve, _check_rows, _build_trainer)

@@ -1,0 +1,175 @@
+"""The lean training forward: a shared prompt prefix computed once is exact, the LM head scores only labelled
+positions on the CPU, and the grouped sampler gives one-cell batches that still cover every row once."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from gnt.io import read_json
+from gnt.training.lean_forward import (
+    PromptGroupedSampler,
+    score_labelled_positions_only,
+    share_prompt_prefix,
+    shared_prefix_length,
+)
+
+
+def _lora_model(model_dir: Path):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="sdpa")
+    torch.manual_seed(1)  # init_lora_weights=False: non-zero B, so the adapter changes the forward
+    config = LoraConfig(r=8, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"], init_lora_weights=False)
+    return get_peft_model(model, config)
+
+
+def _batch(rows: int = 4, prefix: int = 40, suffix: int = 12, vocab: int = 200):
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.cat([torch.randint(3, vocab, (1, prefix), generator=generator).expand(rows, -1),
+                     torch.randint(3, vocab, (rows, suffix), generator=generator)], dim=1)
+    mask = torch.ones_like(ids)
+    mask[1, -3:] = 0  # right padding, as TRL's collator pads
+    mask[2, -5:] = 0
+    labels = ids.clone()
+    labels[:, : prefix + 2] = -100
+    labels[mask == 0] = -100
+    return ids, mask, labels
+
+
+def _loss_and_grads(model, ids, mask, labels):
+    model.train()
+    loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+    loss.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    return loss.item(), grads
+
+
+def test_shared_prefix_gives_the_loss_and_gradients_of_the_full_forward(tiny_model_dir: Path) -> None:
+    ids, mask, labels = _batch()
+    assert shared_prefix_length(ids, mask) == 40
+    plain_loss, plain_grads = _loss_and_grads(_lora_model(tiny_model_dir), ids, mask, labels)
+
+    model = _lora_model(tiny_model_dir)
+    backbone = share_prompt_prefix(model)
+    calls: list[tuple[int, int]] = []
+    original = backbone.forward
+    backbone.forward = lambda *a, **k: (calls.append(tuple(k["input_ids"].shape)), original(*a, **k))[1]
+    shared_loss, shared_grads = _loss_and_grads(model, ids, mask, labels)
+
+    assert calls == [(4, 52)]  # one backbone call from the model's point of view ...
+    assert shared_loss == pytest.approx(plain_loss, abs=1e-5)
+    assert shared_grads.keys() == plain_grads.keys() and shared_grads
+    for name, grad in plain_grads.items():  # ... whose gradients equal the full forward's, LoRA B of every layer
+        assert torch.allclose(shared_grads[name], grad, atol=1e-5, rtol=1e-4), name
+
+
+def test_shared_prefix_is_not_used_where_rows_share_too_little(tiny_model_dir: Path) -> None:
+    model = _lora_model(tiny_model_dir)
+    share_prompt_prefix(model, min_tokens=16)
+    ids, mask, labels = _batch(prefix=8)
+    plain = _lora_model(tiny_model_dir)
+    with torch.no_grad():
+        assert model(input_ids=ids, attention_mask=mask, labels=labels).loss.item() == pytest.approx(
+            plain(input_ids=ids, attention_mask=mask, labels=labels).loss.item(), abs=1e-6)
+    assert shared_prefix_length(ids[:1], mask[:1]) == 0  # a single row shares nothing with anyone
+    padded = mask.clone()
+    padded[0, 5] = 0
+    assert shared_prefix_length(ids, padded) == 5  # a padded position ends the shared prefix
+
+
+def test_labelled_positions_only_scores_fewer_positions_with_the_same_loss(tiny_model_dir: Path,
+                                                                           monkeypatch) -> None:
+    import trl.trainer.utils as trl_utils
+    from trl.trainer.utils import add_fused_lm_head
+
+    ids, mask, labels = _batch()
+    seen: list[int] = []
+    apply = trl_utils._ChunkedLogProbFunction.apply
+
+    def counting(hidden, *args):
+        seen.append(hidden.shape[0])
+        return apply(hidden, *args)
+
+    monkeypatch.setattr(trl_utils._ChunkedLogProbFunction, "apply", counting)
+    from trl.kernels.chunked_logprob import _use_triton
+
+    monkeypatch.setattr(trl_utils, "_use_triton", _use_triton)  # TRL's own rule, whatever ran before; restored after
+    results = []
+    for compact in (False, True):
+        if compact:
+            score_labelled_positions_only()
+        model = _lora_model(tiny_model_dir)
+        add_fused_lm_head(model.get_base_model())
+        out = model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
+        results.append(out.loss.item())
+    labelled = int((labels[:, 1:] != -100).sum())
+    assert seen == [ids.shape[0] * (ids.shape[1] - 1), labelled]
+    assert results[1] == pytest.approx(results[0], abs=1e-5)
+
+
+def test_grouped_sampler_batches_one_cell_and_covers_every_row_once() -> None:
+    groups = ["it/None/0"] * 10 + ["es/None/0"] * 7 + ["it/S/0"] * 5
+    sampler = PromptGroupedSampler(groups, batch_size=4, seed=3)
+    order = list(sampler)
+    assert sorted(order) == list(range(len(groups)))
+    batches = sampler.batches()
+    whole = [b for b in batches if len({groups[i] for i in b}) == 1 and len(b) == 4]
+    assert len(whole) == 10 // 4 + 7 // 4 + 5 // 4  # every full batch a cell could fill is single-cell
+    assert Counter(len(b) for b in batches[len(whole):]) == Counter({4: 1, 2: 1})  # 2 + 3 + 1 leftovers pooled
+    assert list(PromptGroupedSampler(groups, 4, 3)) == order  # seeded
+    sampler.set_epoch(1)
+    assert list(sampler) != order  # reshuffled per epoch
+
+
+def test_sft_records_the_lean_forward_it_used(tiny_model_dir: Path, training_data_dir: Path, tmp_path: Path) -> None:
+    from gnt.training.sft import run_sft
+
+    out = tmp_path / "sft"
+    run_sft("recipes/tiny.yaml", [("data_dir", str(training_data_dir)), ("output_dir", str(out)),
+                                  ("report_to", "none"), ("max_steps", 2), ("share_prompt_prefix", True),
+                                  ("model_name_or_path", str(tiny_model_dir))])
+    lean = read_json(out / "gnt_run.json")["lean_forward"]
+    assert lean["labelled_positions_only"] and lean["shared_prefix"]
+    assert lean["rows_in_single_cell_batches"] > 0.9
+
+
+def test_decision_token_weight_scales_exactly_that_tokens_gradient(tiny_model_dir: Path) -> None:
+    """Weighting the decision token by w gives the gradient of a loss whose decision term is w times larger."""
+    from transformers import AutoTokenizer
+    from trl.trainer.utils import add_fused_lm_head
+
+    from gnt.training.lean_forward import decision_token_ids, weigh_decision_token
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    ids_set = decision_token_ids(tokenizer, ["it", "es"])
+    assert len(ids_set) >= 2
+    prompt = tokenizer("<en> The citizens are tired.\n", add_special_tokens=False)["input_ids"]
+    answer = tokenizer("<it> **NEUTRAL** [La cittadinanza è stanca.]", add_special_tokens=False)["input_ids"]
+    ids = torch.tensor([prompt + answer])
+    labels = ids.clone()
+    labels[0, : len(prompt)] = -100
+    decision = next(i for i in range(len(prompt), ids.shape[1]) if int(ids[0, i]) in ids_set)
+
+    def grads(weight: float | None) -> tuple[float, torch.Tensor]:
+        model = _lora_model(tiny_model_dir)
+        add_fused_lm_head(model.get_base_model())
+        if weight is not None:
+            weigh_decision_token(model, ids_set, weight)
+        out = model(input_ids=ids, labels=labels, fused_lm_head=True)
+        per_token = -out.log_probs[0]
+        if weight is None:  # the reference: the weighted loss written out by hand
+            loss = (per_token.sum() + 4.0 * per_token[decision - 1]) / out.label_mask.sum()
+        else:
+            loss = out.loss
+        loss.backward()
+        return out.loss.item(), torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+
+    logged, weighted = grads(5.0)
+    plain_loss, by_hand = grads(None)
+    assert logged == pytest.approx(plain_loss, abs=1e-6)  # the logged loss is the unweighted one
+    assert torch.allclose(weighted, by_hand, atol=1e-6, rtol=1e-4)
