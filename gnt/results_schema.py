@@ -100,6 +100,7 @@ class GenerationRecord(TypedDict):
     label_correct: bool
     ref_g: str
     ref_n: list[str]
+    chrf: float  # sentence chrF++ against all references (0 for an extraction error): gnt.evaluation.adequacy
 
 
 # ----------------------------------------------------------------------------------------------- metrics.json

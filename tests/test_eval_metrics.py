@@ -155,3 +155,56 @@ def test_backend_failure_is_a_counted_error() -> None:
     record = generation_record(entry, cell, prompt, "k", Generation("", error="HTTP 500"), "base")
     assert record["error"] == GENERATION_FAILED and record["generation_error"] == "HTTP 500"
     assert compute_metrics([record], n_boot=20)["overall"]["extraction_errors"]["by_code"] == {GENERATION_FAILED: 1}
+
+
+def test_balanced_accuracy_and_the_constant_label_baseline() -> None:
+    """Balanced accuracy weighs each set half; every constant label scores 50% on it, whatever the set sizes."""
+    block = compute_metrics(FIXTURE, n_boot=200)["overall"]
+    assert block["label_balanced_accuracy"]["value"] == pytest.approx((2 / 4 + 2 / 4) / 2)
+    constant = [rec(i, "Set-G" if i < 3 else "Set-N", "M" if i < 3 else None, "NEUTRAL") for i in range(10)]
+    block = compute_metrics(constant, n_boot=200)["overall"]
+    assert block["label_accuracy"]["Set-N"]["value"] == 1.0  # a constant label aces one set ...
+    assert block["label_balanced_accuracy"]["value"] == pytest.approx(0.5)  # ... and decides nothing
+    baselines = block["label_baselines"]
+    # 3 Set-G, 7 Set-N: always NEUTRAL has F1 2·7/(2·7+3) = 14/17 on NEUTRAL, 0 on GENDERED -> macro 7/17
+    assert baselines == {"balanced_accuracy": 0.5, "accuracy": 0.7, "macro_f1": pytest.approx(7 / 17, abs=1e-6),
+                         "label": "NEUTRAL"}
+    assert block["label_macro_f1"]["value"] == pytest.approx(baselines["macro_f1"], abs=1e-6)
+
+
+def test_a_label_that_is_95_percent_one_class_is_flagged_as_collapse() -> None:
+    records = [rec(i, "Set-G" if i % 2 else "Set-N", "M", "NEUTRAL" if i else "GENDERED") for i in range(20)]
+    distribution = compute_metrics(records, n_boot=50)["overall"]["label_distribution"]
+    assert distribution["counts"] == {"GENDERED": 1, "NEUTRAL": 19} and distribution["majority_share"] == 0.95
+    assert distribution["collapsed"] == "NEUTRAL" and distribution["collapse"] == 1.0
+    records[2]["label"] = "GENDERED"  # 18 of 20: 90%, a bias but not a collapse
+    distribution = compute_metrics(records, n_boot=50)["overall"]["label_distribution"]
+    assert distribution["collapsed"] is None and distribution["collapse"] == 0.0
+    errors_only = [rec(i, "Set-N", None, None, "no_label") for i in range(3)]
+    assert compute_metrics(errors_only, n_boot=50)["overall"]["label_distribution"]["collapse"] is None
+
+
+def test_adequacy_uses_chrf_against_every_reference_and_counts_errors_as_inadequate() -> None:
+    from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD, chrf_pp
+
+    refs = ["Il commissario ci ha detto di essere soddisfatto.", "Chi rappresenta la Commissione è soddisfatto."]
+    close = "Il commissario ha detto di essere soddisfatto."
+    nonsense = "L'acqua di Sancho, che è il nostro perso, ha perso una morte finitura."
+    assert chrf_pp(close, refs) >= 60 > ADEQUACY_THRESHOLD > chrf_pp(nonsense, refs)
+    assert chrf_pp(refs[1], refs) == pytest.approx(100.0)  # the best-matching reference counts
+    assert chrf_pp("", refs) == chrf_pp(None, refs) == 0.0
+    records = [
+        {**rec(0, "Set-N", None, "NEUTRAL"), "translation": close, "ref_g": refs[0], "ref_n": [refs[1]]},
+        {**rec(1, "Set-N", None, "NEUTRAL"), "translation": nonsense, "ref_g": refs[0], "ref_n": [refs[1]]},
+        {**rec(2, "Set-N", None, None, "unterminated"), "translation": None, "ref_g": refs[0], "ref_n": [refs[1]]},
+    ]
+    judged_neutral = {r["key"]: {"neutral": True} for r in records[:2]}
+    block = compute_metrics(records, judged_neutral, n_boot=100)["overall"]
+    adequacy = block["adequacy"]
+    assert adequacy["adequate"]["value"] == pytest.approx(1 / 3) and adequacy["n_inadequate"] == 1
+    assert adequacy["adequate_among_extracted"]["value"] == pytest.approx(1 / 2)
+    assert adequacy["chrf"]["value"] == pytest.approx((chrf_pp(close, refs) + chrf_pp(nonsense, refs)) / 3, abs=1e-3)
+    # the judge calls the nonsense neutral: over all outputs it is a success, over adequate ones a failure
+    assert block["gnt_accuracy"]["Set-N"]["value"] == pytest.approx(2 / 3)
+    assert block["gnt_accuracy_adequate"]["Set-N"]["value"] == pytest.approx(1 / 3)
+    assert block["gnt_accuracy_adequate"]["among_adequate"]["Set-N"]["value"] == 1.0

@@ -42,7 +42,7 @@ def _records(model: str) -> list[dict]:
             "model": model, "id": row_id, "lang": "it", "set": set_name, "gender": "F" if set_name == "Set-G" else None,
             "source_key": f"sk{row_id}", "cell": CELL, "key": f"{model}-gen-{row_id}", "source": f"Source {row_id}.",
             "raw": "", "label": label, "translation": translation,
-            "error": None if translation else "no_label", "ref_g": "", "ref_n": [""],
+            "error": None if translation else "no_label", "ref_g": translation or "", "ref_n": [translation or ""],
         })
     return records
 
@@ -152,6 +152,32 @@ def test_lexical_judge_alone_and_the_cli(tmp_path):
                            capture_output=True, text=True, timeout=120)
     assert check.returncode == 0 and "0 error(s), 0 warning(s)" in check.stdout
     json.dumps(metrics)
+
+
+def test_lexical_judge_does_not_call_a_non_translation_neutral(tmp_path):
+    """Fluent text that does not translate its source holds no annotated gendered word: the lexical judge must
+    abstain on it (counted), not call it neutral, and GNT accuracy over adequate outputs counts it as a failure."""
+    out = _results(tmp_path)
+    records = read_jsonl(out / "base" / "generations.jsonl")
+    nonsense = "L'acqua di Sancho, che è il nostro perso, ha perso una morte finitura."
+    for record in records:
+        if record["id"] == "4":  # Set-N; its references say "La cittadinanza è preoccupata."
+            record["translation"] = nonsense
+            record.pop("chrf", None)
+    write_jsonl(out / "base" / "generations.jsonl", records)
+    judge_results(out, lexical=LexicalJudge(), entries=_entries(), models=["base"])
+    judgments = {j["id"]: j for j in read_jsonl(out / "base" / "judgments.jsonl")}
+    assert judgments["4"]["label"] == "ABSTAIN" and judgments["4"]["neutral"] is None
+    assert judgments["4"]["abstained"] == "inadequate translation"
+    assert judgments["2"]["label"] == "NEUTRAL"  # an adequate neutral translation is still judged
+    metrics = read_json(out / "base" / "metrics.json")
+    assert metrics["judge"]["n_abstained"] == {"inadequate translation": 1}
+    overall = metrics["overall"]
+    # Set-N rows 4 (abstained), 5 (gendered), 6 (neutral), 7 (extraction error), 8 (gendered): over judged
+    # outputs 1/4 (row 4 unjudged); over adequate outputs row 4 is a failure: 1/5.
+    assert overall["gnt_accuracy"]["Set-N"]["value"] == pytest.approx(1 / 4)
+    assert overall["gnt_accuracy_adequate"]["Set-N"]["value"] == pytest.approx(1 / 5)
+    assert overall["adequacy"]["n_inadequate"] == 1
 
 
 def test_rows_recorded_by_the_evaluation_are_found(tmp_path):

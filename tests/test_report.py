@@ -64,6 +64,10 @@ def parse_stat(text: str) -> tuple[float, float | None, float | None]:
 
 
 HEADLINE = {
+    "Label bal. acc.": ("label_balanced_accuracy", None),
+    "Label macro-F1": ("label_macro_f1", None),
+    "Adequate": ("adequacy", "adequate"),
+    "GNT acc. Set-N, adequate": ("gnt_accuracy_adequate", "Set-N"),
     "Label acc. Set-G": ("label_accuracy", "Set-G"),
     "Label acc. Set-N": ("label_accuracy", "Set-N"),
     "GNT acc. Set-N": ("gnt_accuracy", "Set-N"),
@@ -77,14 +81,22 @@ def test_headline_numbers_match_metrics_files(built: tuple[Path, Path]) -> None:
     tables = md_tables(report.read_text(encoding="utf-8"))
     checked = 0
     for heading, block in (("en→it", "it"), ("en→es", "es"), ("en→de", "de"), ("All languages", None)):
-        rows = tables[heading]
+        *rows, baseline = tables[heading]
         assert [r["model"] for r in rows] == ["base", "sft/checkpoint-4", "sft/checkpoint-8"]
+        base_scope = read_json(results / "base" / "metrics.json")
+        base_scope = base_scope["languages"][block] if block else base_scope["overall"]
+        constant = base_scope["label_baselines"]
+        assert baseline["model"] == f"best constant label ({constant['label']})"
+        assert float(baseline["Label bal. acc."]) == 50.0
+        assert float(baseline["Label macro-F1"]) == pytest.approx(constant["macro_f1"] * 100, abs=0.051)
         for row in rows:
             metrics = read_json(results / row["model"] / "metrics.json")
             scope = metrics["languages"][block] if block else metrics["overall"]
+            chrf = parse_stat(row["chrF++"])
+            assert chrf[0] == pytest.approx(scope["adequacy"]["chrf"]["value"], abs=0.051)
             for column, (metric, group) in HEADLINE.items():
                 value, lo, hi = parse_stat(row[column])
-                stat = scope[metric][group]
+                stat = scope[metric] if group is None else scope[metric][group]
                 assert value == pytest.approx(stat["value"] * 100, abs=0.051), (heading, row["model"], column)
                 assert lo == pytest.approx(stat["ci"][0] * 100, abs=0.051)
                 assert hi == pytest.approx(stat["ci"][1] * 100, abs=0.051)
@@ -298,7 +310,8 @@ def test_cli_writes_report_elsewhere_with_xcomet_and_validation(tmp_path: Path,
                         "--judge-validation", str(validation)]) == 0
     assert f"report: {tmp_path / 'r' / 'report.md'}" in capsys.readouterr().out
     text = (tmp_path / "r/report.md").read_text(encoding="utf-8")
-    rows = md_tables(text)["en→it"]
+    *rows, baseline = md_tables(text)["en→it"]
+    assert baseline["stage"] == "baseline" and baseline["xCOMET"] == ""
     for row in rows:
         xcomet = read_json(results / row["model"] / "metrics.json")["languages"]["it"]["xcomet"]["matching"]
         value, lo, hi = parse_stat(row["xCOMET"])

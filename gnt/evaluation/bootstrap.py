@@ -69,6 +69,13 @@ def ratio(sums: np.ndarray) -> np.ndarray:
     return _safe_ratio(sums[..., 0], sums[..., 1])
 
 
+def mean_of_ratios(sums: np.ndarray) -> np.ndarray:
+    """Statistic over ``[..., (hits, total) per group]``: the unweighted mean of the groups' ratios (e.g. label
+    balanced accuracy = mean of the Set-G and Set-N accuracies); undefined when any group is empty."""
+    parts = [_safe_ratio(sums[..., 2 * g], sums[..., 2 * g + 1]) for g in range(sums.shape[-1] // 2)]
+    return np.mean(np.stack(parts, axis=-1), axis=-1)
+
+
 def macro_f1(sums: np.ndarray) -> np.ndarray:
     """Statistic over ``[..., (tp, fp, fn) per class]``: unweighted mean of the per-class F1 scores."""
     scores = []

@@ -4,13 +4,15 @@ Records carry everything later steps need (the judge needs the source and transl
 metrics the set and gender), so no step has to join back to the data. ``key`` is the generation request's content
 hash: the judge keys its judgments on it and :func:`gnt.evaluation.metrics.compute_metrics` reads them by it.
 
-``error`` is an extraction error code of :mod:`gnt.output_format`, or ``generation_failed`` when the backend
+``chrf`` is the translation's sentence chrF++ against all the row's references (0 for an extraction error;
+:mod:`gnt.evaluation.adequacy`). ``error`` is an extraction error code of :mod:`gnt.output_format`, or ``generation_failed`` when the backend
 returned no output (its message is in ``generation_error``).
 """
 
 from __future__ import annotations
 
 from gnt.data.entry import Entry
+from gnt.evaluation.adequacy import record_chrf
 from gnt.generation.base import Generation
 from gnt.output_format import extract
 from gnt.prompts.grid import Cell, GridPrompt
@@ -30,7 +32,7 @@ def generation_record(
     else:
         extraction = extract(generation.text, cell.lang)
         label, translation, error = extraction.label, extraction.translation, extraction.error
-    return {
+    record: GenerationRecord = {
         "model": model,
         "id": entry.id,
         "lang": entry.lang,
@@ -54,4 +56,7 @@ def generation_record(
         "label_correct": error is None and label == entry.label,
         "ref_g": entry.ref_g,
         "ref_n": list(entry.ref_n),
+        "chrf": None,
     }
+    record["chrf"] = round(record_chrf(record), 4)
+    return record

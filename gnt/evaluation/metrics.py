@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD, record_chrf
 from gnt.evaluation.bootstrap import (
     DEFAULT_ALPHA,
     DEFAULT_PAIRED_SAMPLES,
@@ -35,6 +36,7 @@ from gnt.evaluation.bootstrap import (
     cluster_sums,
     estimate,
     macro_f1,
+    mean_of_ratios,
     paired_bootstrap,
     ratio,
     resampling_weights,
@@ -108,10 +110,26 @@ def _block_metrics(records: Sequence[Mapping], judgments, name: str, n_boot: int
             "all": block.rate(correct, everyone),
         },
         "label_macro_f1": block.estimate(f1_columns, macro_f1, everyone),
+        "label_balanced_accuracy": block.estimate([correct & is_g, is_g, correct & is_n, is_n], mean_of_ratios,
+                                                  everyone),
+        "label_distribution": label_distribution(pred[ok]),
+        "label_baselines": constant_label_baselines(int(is_g.sum()), int(is_n.sum())),
         "set_g_by_gender": {g: block.rate(correct, is_g & (gender == g)) for g in ("F", "M")},
+        "adequacy": None,
         "gnt_accuracy": None,
+        "gnt_accuracy_adequate": None,
         "coherence": None,
         "xcomet": None,
+    }
+    chrf = np.array([record_chrf(r) for r in records], dtype=float)
+    adequate = ok & (chrf >= ADEQUACY_THRESHOLD)
+    result["adequacy"] = {
+        "threshold": ADEQUACY_THRESHOLD,
+        "chrf": block.estimate([chrf, everyone], ratio, everyone),
+        "chrf_extracted": block.estimate([np.where(ok, chrf, 0.0), ok], ratio, ok),
+        "adequate": block.rate(adequate, everyone),
+        "adequate_among_extracted": block.rate(adequate, ok),
+        "n_inadequate": int((ok & ~adequate).sum()),
     }
     if judgments is not None:
         neutral = [_judged_neutral(r, judgments) for r in records]
@@ -125,6 +143,19 @@ def _block_metrics(records: Sequence[Mapping], judgments, name: str, n_boot: int
             "all": block.rate(gnt_ok, included),
             "n_unjudged": int((ok & ~judged).sum()),
         }
+        # An inadequate translation is a failure like an extraction error; adequate unjudged ones are left out.
+        adequate_included = ~adequate | judged
+        adequate_ok = gnt_ok & adequate
+        result["gnt_accuracy_adequate"] = {
+            "Set-G": block.rate(adequate_ok, adequate_included & is_g),
+            "Set-N": block.rate(adequate_ok, adequate_included & is_n),
+            "all": block.rate(adequate_ok, adequate_included),
+            "among_adequate": {
+                "Set-G": block.rate(adequate_ok, adequate & judged & is_g),
+                "Set-N": block.rate(adequate_ok, adequate & judged & is_n),
+            },
+            "n_unjudged": int((adequate & ~judged).sum()),
+        }
         coherence: dict = {}
         for label in ("GENDERED", "NEUTRAL"):
             has_label = labels == label
@@ -133,6 +164,36 @@ def _block_metrics(records: Sequence[Mapping], judgments, name: str, n_boot: int
         coherence["n_unjudged"] = int((ok & ~judged & (labels != None)).sum())  # noqa: E711
         result["coherence"] = coherence
     return result
+
+
+COLLAPSE_SHARE = 0.95
+"""A model whose readable labels are at least this share one class has collapsed onto a constant label."""
+
+
+def label_distribution(labels: np.ndarray) -> dict:
+    """Counts and shares of the labels a model gave (outputs with an extraction error excluded), and whether they
+    collapsed onto one class (``collapsed``: the majority label, or null; undefined without any label)."""
+    counts = {label: int((labels == label).sum()) for label in ("GENDERED", "NEUTRAL")}
+    total = sum(counts.values())
+    shares = {label: (round(count / total, 6) if total else None) for label, count in counts.items()}
+    majority = max(counts, key=counts.get) if total else None
+    collapsed = majority if total and counts[majority] / total >= COLLAPSE_SHARE else None
+    return {"counts": counts, "shares": shares, "n": total, "collapse_share": COLLAPSE_SHARE,
+            "majority_share": round(counts[majority] / total, 6) if total else None,
+            "collapsed": collapsed, "collapse": (1.0 if collapsed else 0.0) if total else None}
+
+
+def constant_label_baselines(n_gendered: int, n_neutral: int) -> dict:
+    """What the best constant label scores on a block with these gold counts: a model must beat these to have
+    learnt the decision. Balanced accuracy of any constant is 0.5; accuracy and macro-F1 favour the majority."""
+    total = n_gendered + n_neutral
+    if not total:
+        return {"balanced_accuracy": None, "accuracy": None, "macro_f1": None, "label": None}
+    f1 = {"GENDERED": n_gendered / (2 * n_gendered + n_neutral) if n_gendered else 0.0,
+          "NEUTRAL": n_neutral / (2 * n_neutral + n_gendered) if n_neutral else 0.0}  # (other class's F1 is 0) / 2
+    best = max(f1, key=f1.get)
+    return {"balanced_accuracy": 0.5, "accuracy": round(max(n_gendered, n_neutral) / total, 6),
+            "macro_f1": round(f1[best], 6), "label": best}
 
 
 def compute_metrics(

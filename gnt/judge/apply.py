@@ -35,6 +35,7 @@ from typing import Any
 
 from gnt.data.entry import Entry
 from gnt.data.errors import DataError
+from gnt.evaluation.adequacy import references_of
 from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.evaluation.driver import run_folders
 from gnt.filenames import GENERATIONS, JUDGE_CACHE, JUDGMENTS, LEXICAL_JUDGMENTS, METRICS, RECORD
@@ -141,7 +142,7 @@ def lexical_judgment(
     meta = record.get("meta") or (entry.meta if entry else {}) or {}
     origin = record.get("origin") or (entry.origin if entry else "")
     adjective = meta.get("adjective") if origin == "templated" else None
-    return lexical.judge(record["translation"], record["lang"], tuple(words), adjective)
+    return lexical.judge_record(record["translation"], record["lang"], references_of(record), tuple(words), adjective)
 
 
 def _llm_record(record: Mapping[str, Any], judgment: Judgment) -> dict[str, Any]:
@@ -194,7 +195,7 @@ def _merge_metrics(new: dict[str, Any], old: Mapping[str, Any]) -> dict[str, Any
         old_block = old.get(section) if name is None else (old.get(section) or {}).get(name)
         if isinstance(old_block, Mapping):
             for key, value in old_block.items():
-                if value is not None and new_block.get(key) is None and key not in ("gnt_accuracy", "coherence"):
+                if value is not None and new_block.get(key) is None and key not in ("gnt_accuracy", "gnt_accuracy_adequate", "coherence"):
                     new_block[key] = value
     for key, value in old.items():
         new.setdefault(key, value)
@@ -316,7 +317,7 @@ class _JudgeTask:
                 lexical_rows = [_lexical_record(r, lex[r["key"]]) for r in clean]
                 files[LEXICAL_JUDGMENTS] = lambda path: write_jsonl(path, lexical_rows)
                 pairs = [(self.llm_by_key[k].neutral, lex[k].neutral) for k in lex
-                         if self.llm_by_key[k].ok and lex[k].known_words]
+                         if self.llm_by_key[k].ok and lex[k].known_words and not lex[k].abstained]
                 block["agreement_lexical"] = {
                     **binary_agreement([a for a, _ in pairs], [b for _, b in pairs]),
                     "n_unannotated": unannotated,
@@ -324,8 +325,9 @@ class _JudgeTask:
         else:
             lexical_rows = [_lexical_record(r, lex[r["key"]]) for r in clean]
             files[JUDGMENTS] = lambda path: write_jsonl(path, lexical_rows)
-            judgments = {k: {"neutral": j.neutral, "label": j.label} for k, j in lex.items()}
-            block.update(n_judged=len(judgments), n_judge_errors=0, judge_errors_by_kind={}, n_unannotated=unannotated)
+            judgments = {k: {"neutral": j.neutral, "label": j.label} for k, j in lex.items() if not j.abstained}
+            block.update(n_judged=len(judgments), n_judge_errors=0, judge_errors_by_kind={}, n_unannotated=unannotated,
+                         n_abstained=dict(Counter(j.reason for j in lex.values() if j.abstained)))
         if self.validation:
             block["validation"] = validation_figures(self.validation, fmt)
         metrics = refilled_metrics(folder, records, judgments, block)

@@ -27,7 +27,10 @@ A translation that comes with no row at all (a gold set of the field) is judged 
 against the gendered words *learned* for its language (:mod:`gnt.judge.lexicon`: the adjective lexicons, the
 mGeNTE annotations of the training rows and the other-gender forms derived from them): GENDERED when one occurs,
 NEUTRAL when none does but a known neutral rewrite does, and otherwise it *abstains* (``label`` ``ABSTAIN``):
-not finding a word it knows is no evidence of neutrality. Abstentions are counted and reported, never hidden.
+not finding a word it knows is no evidence of neutrality. A model's translation that does not translate its source
+at all (chrF++ below the adequacy threshold against every reference, :mod:`gnt.evaluation.adequacy`) is not
+judged either: fluent nonsense holds no gendered word and would otherwise count as neutral. Abstentions are counted
+and reported, never hidden.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from typing import Any
 from gnt.judge.schema import GENDERED, NEUTRAL
 
 ABSTAIN = "ABSTAIN"
+NO_KNOWN_WORD = "no known gendered or neutral word"
+INADEQUATE = "inadequate translation"
 
 
 def _fold(text: str) -> str:
@@ -70,10 +75,11 @@ class LexicalJudgment:
     """``label`` GENDERED/NEUTRAL, the words that matched, and whether the row had any known words at all."""
 
     label: str
-    neutral: bool
+    neutral: bool | None  # None when the judge abstains
     matched: tuple[str, ...]
     known_words: int
     genders: tuple[str, ...] = ()
+    reason: str | None = None  # why it abstained: no known word, or the text does not translate its source
 
     @property
     def abstained(self) -> bool:
@@ -88,6 +94,8 @@ class LexicalJudgment:
         }
         if self.genders:
             record["genders"] = list(self.genders)
+        if self.reason:
+            record["abstained"] = self.reason
         return record
 
 
@@ -153,7 +161,19 @@ class LexicalJudge:
             return LexicalJudgment(GENDERED, False, tuple(matched), len(lexicon.forms), genders)
         if neutral_found:
             return LexicalJudgment(NEUTRAL, True, (), len(lexicon.forms))
-        return LexicalJudgment(ABSTAIN, False, (), len(lexicon.forms))
+        return LexicalJudgment(ABSTAIN, None, (), len(lexicon.forms), reason=NO_KNOWN_WORD)
+
+    def judge_record(self, translation: str, lang: str, references: Sequence[str],
+                     gendered_words: Sequence[str] = (), adjective: str | None = None) -> LexicalJudgment:
+        """:meth:`judge` for a model's translation of a row, abstaining when it does not translate the row's
+        source (chrF++ below the adequacy threshold against every reference): finding no gendered word in text
+        that is not a translation says nothing about neutrality."""
+        from gnt.evaluation.adequacy import chrf_pp, is_adequate
+
+        if not is_adequate(chrf_pp(translation, references)):
+            return LexicalJudgment(ABSTAIN, None, (), len(self.known_words(lang, gendered_words, adjective)),
+                                   reason=INADEQUATE)
+        return self.judge(translation, lang, gendered_words, adjective)
 
     def judge_entry(self, translation: str, entry: Any) -> LexicalJudgment:
         """Judge a translation of an :class:`~gnt.data.entry.Entry` (mGeNTE or templated)."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD
 from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
 from gnt.report import DEFAULT_SAMPLES_PER_CELL
 from gnt.report.collect import ModelResult, Results, row_key
@@ -25,12 +26,14 @@ from gnt.report.plots import all_figures, headline_shots, model_label
 from gnt.report.tables import (
     COLUMNS,
     TEMPLATED_COLUMNS,
+    HeadlineTable,
     cell_table,
     headline_tables,
     judge_validity,
     preference_columns,
     templated_rows,
 )
+from gnt.results_schema import read_stat
 
 # ----------------------------------------------------------------------------------------------------------------
 # Blocks
@@ -267,10 +270,60 @@ def _headline_section(results: Results, samples: int, data: dict) -> list[Block]
                            "p_adjusted": row.cells[c.key].p_adjusted}
                    for c in table.columns},
             })
+        baseline = _constant_label_row(results, table)
+        if baseline is not None:
+            rows.append(baseline)
         blocks.append(Heading(3, table.title, f"headline-{table.lang or 'all'}"))
         blocks.append(Table(header, rows, name=f"headline:{table.lang or 'all'}"))
+    blocks += [Para(text, "warning") for text in meaning_warnings(results)]
     blocks += _preference_kind_section(results, samples, data)
     return blocks
+
+
+def _block(model: ModelResult, lang: str | None) -> dict:
+    """A model's metrics block for one language (or overall for ``None``), empty when absent."""
+    metrics = model.metrics or {}
+    return ((metrics.get("languages") or {}).get(lang) if lang else metrics.get("overall")) or {}
+
+
+def _constant_label_row(results: Results, table: HeadlineTable) -> list[str] | None:
+    """The best constant label's scores, printed under the models: what a model must beat to show a decision."""
+    model = results.base or (results.models[0] if results.models else None)
+    baselines = _block(model, table.lang).get("label_baselines") if model else None
+    if not baselines or baselines.get("balanced_accuracy") is None:
+        return None
+    values = {"label_bal": f"{baselines['balanced_accuracy'] * 100:.1f}",
+              "label_f1": f"{baselines['macro_f1'] * 100:.1f}"}
+    return [f"best constant label ({baselines['label']})", "baseline", "",
+            *[values.get(c.key, "") for c in table.columns]]
+
+
+MOSTLY_INADEQUATE = 0.5
+"""Below this share of adequate outputs the report says in words that GNT figures are not about translations."""
+
+
+def meaning_warnings(results: Results) -> list[str]:
+    """Sentences a reader must see before trusting a headline number: label collapse, and outputs that mostly do
+    not translate their source (so that GNT accuracy over all outputs is about text that is not a translation)."""
+    out = []
+    for model in results.models:
+        block = _block(model, None)
+        distribution = block.get("label_distribution") or {}
+        if distribution.get("collapsed"):
+            out.append(
+                f"Label collapse: `{model.name}` gives {distribution['collapsed']} to "
+                f"{100 * distribution['majority_share']:.0f}% of its readable outputs (≥ "
+                f"{100 * distribution['collapse_share']:.0f}%): its label accuracy on one set is a constant's, "
+                "and its balanced accuracy is what tells whether it decides")
+        adequacy = block.get("adequacy") or {}
+        adequate = read_stat(adequacy.get("adequate"))
+        if adequate is not None and adequate[0] < MOSTLY_INADEQUATE:
+            out.append(
+                f"Most outputs of `{model.name}` do not translate their source: only {100 * adequate[0]:.0f}% "
+                f"reach chrF++ {adequacy.get('threshold', ADEQUACY_THRESHOLD):g} against any reference (extraction "
+                "errors included), so its GNT accuracy over all outputs is mostly about text that is not a "
+                "translation; read the adequate-only column")
+    return out
 
 
 def _preference_kind_section(results: Results, samples: int, data: dict) -> list[Block]:

@@ -208,7 +208,7 @@ def plot_setn_by_config(results: Results, path: str | Path) -> Path | None:
     return _finish(fig, Path(path), axes[0][0], ncol=min(6, len(results.models)))
 
 
-CURVE_KEYS = ("label_n", "label_g", "gnt_n", "gnt_g", "coh_n", "xcomet", "errors")
+CURVE_KEYS = ("label_bal", "label_n", "label_g", "chrf", "gnt_n_adequate", "gnt_n", "gnt_g", "coh_n", "xcomet", "errors")
 
 
 def plot_learning_curves(results: Results, directory: str | Path) -> list[Path]:
@@ -235,7 +235,7 @@ def plot_learning_curves(results: Results, directory: str | Path) -> list[Path]:
         for index, key in enumerate(keys):
             ax = axes[index // cols][index % cols]
             column = COLUMN[key]
-            scale = 1.0 if column.kind == "score" else 100.0
+            scale = 1.0 if column.kind in ("score", "points") else 100.0
             for k, lang in enumerate(lines):
                 points = []
                 for model in start + models:
@@ -262,7 +262,7 @@ def plot_learning_curves(results: Results, directory: str | Path) -> list[Path]:
                 low, high = ax.dataLim.y0, ax.dataLim.y1
                 pad = max(5.0, (10.0 - (high - low)) / 2)
                 ax.set_ylim(max(-1.0, low - pad), min(101.0, high + pad))
-            ax.set_ylabel({"percent": "%", "errors": "rate (%)", "score": "score"}[column.kind])
+            ax.set_ylabel({"percent": "%", "errors": "rate (%)", "score": "score", "points": "chrF++"}[column.kind])
             ax.grid(alpha=0.3)
         for index in range(len(keys), rows * cols):
             axes[index // cols][index % cols].set_axis_off()

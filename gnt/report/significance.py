@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gnt.evaluation import bootstrap
+from gnt.evaluation.adequacy import is_adequate, record_chrf
 from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.report.collect import ModelResult
 
@@ -60,10 +61,14 @@ def row_values(model: ModelResult, metric: RowMetric, lang: str | None) -> dict[
     """``{lang|row id|cell: score}`` of one metric for one model's outputs (one language or all); outputs the
     metric does not count (another set, an unjudged translation) are absent."""
     name, group = metric
-    judgments = model.judgment_index() if name in ("gnt_accuracy", "coherence") else {}
+    judgments = model.judgment_index() if name in ("gnt_accuracy", "gnt_accuracy_adequate", "coherence") else {}
     xcomet = model.xcomet_index() if name == "xcomet" else {}
     out: dict[str, float] = {}
-    for row in model.rows_for(lang):
+    rows = model.rows_for(lang)
+    # Balanced accuracy is the mean of the two sets' accuracies: each output weighs 1 / (2 · its set's size), so
+    # the mean over all outputs of weight × correct is that statistic, and the paired test compares it as a mean.
+    set_sizes = {s: sum(1 for r in rows if r["set"] == s) for s in ("Set-G", "Set-N")}
+    for row in rows:
         pair_key = f"{row['lang']}|{row['id']}|{row['cell']}"
         row_set, label, error = row["set"], row["label"], bool(row["error"])
         expected = GENDERED if row_set == "Set-G" else NEUTRAL
@@ -71,13 +76,22 @@ def row_values(model: ModelResult, metric: RowMetric, lang: str | None) -> dict[
         if name == "label_accuracy":
             if row_set == group:
                 value = float(not error and label == expected)
-        elif name == "gnt_accuracy":
+        elif name == "label_balanced_accuracy":
+            if all(set_sizes.values()):
+                weight = len(rows) / (2 * set_sizes[row_set])
+                value = weight * float(not error and label == expected)
+        elif name in ("gnt_accuracy", "gnt_accuracy_adequate"):
             if row_set == group:
                 neutral = None if error else _neutral(judgments.get(row["key"]))
-                if error:
+                failed = error or (name == "gnt_accuracy_adequate" and not is_adequate(record_chrf(row)))
+                if failed:
                     value = 0.0
                 elif neutral is not None:
                     value = float(neutral == (row_set == "Set-N"))
+        elif name == "chrf":
+            value = record_chrf(row)
+        elif name == "adequate":
+            value = float(not error and is_adequate(record_chrf(row)))
         elif name == "coherence":
             neutral = _neutral(judgments.get(row["key"]))
             if not error and label == group and neutral is not None:

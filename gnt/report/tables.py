@@ -30,15 +30,22 @@ class Column:
     title: str
     metric: tuple[str, ...]  # the metric's name in metrics.json
     groups: tuple[str | None, ...]  # its groups (set, label, …), the first present one is shown
-    kind: str = "percent"  # percent | score | errors
+    kind: str = "percent"  # percent (0–1 shown ×100) | points (0–100 as is, chrF++) | score (0–1) | errors
     test: tuple[str, str | None] | None = None  # (metric, group) for the paired test; None = not tested
     higher_is_better: bool = True  # decides whether a significant change is marked ▲ (better) or ▼ (worse)
 
 
 COLUMNS: tuple[Column, ...] = (
+    Column("label_bal", "Label bal. acc.", ("label_balanced_accuracy",), (None,),
+           test=("label_balanced_accuracy", None)),
+    Column("label_f1", "Label macro-F1", ("label_macro_f1",), (None,)),
     Column("label_g", "Label acc. Set-G", ("label_accuracy",), ("Set-G",), test=("label_accuracy", "Set-G")),
     Column("label_n", "Label acc. Set-N", ("label_accuracy",), ("Set-N",), test=("label_accuracy", "Set-N")),
+    Column("chrf", "chrF++", ("adequacy",), ("chrf",), "points", test=("chrf", None)),
+    Column("adequate", "Adequate", ("adequacy",), ("adequate",), test=("adequate", None)),
     Column("gnt_n", "GNT acc. Set-N", ("gnt_accuracy",), ("Set-N",), test=("gnt_accuracy", "Set-N")),
+    Column("gnt_n_adequate", "GNT acc. Set-N, adequate", ("gnt_accuracy_adequate",), ("Set-N",),
+           test=("gnt_accuracy_adequate", "Set-N")),
     Column("gnt_g", "GNT acc. Set-G", ("gnt_accuracy",), ("Set-G",), test=("gnt_accuracy", "Set-G")),
     Column("coh_n", "Coherence (NEUTRAL label)", ("coherence",), ("NEUTRAL",), test=("coherence", "NEUTRAL")),
     Column(
@@ -88,7 +95,7 @@ class Cell:
             if self.lo is not None and self.hi is not None:
                 text += f" [{self.lo * 100:.1f}, {self.hi * 100:.1f}]"
         else:
-            scale, digits = (100.0, 1) if self.kind == "percent" else (1.0, 3)
+            scale, digits = {"percent": (100.0, 1), "points": (1.0, 1)}.get(self.kind, (1.0, 3))
             text = f"{self.value * scale:.{digits}f}"
             if self.lo is not None and self.hi is not None:
                 text += f" [{self.lo * scale:.{digits}f}, {self.hi * scale:.{digits}f}]"
@@ -167,6 +174,8 @@ def headline_tables(results: Results, *, samples: int = DEFAULT_SAMPLES, seed: i
                 cell.alpha = results.alpha
                 if base is not None and model is not base and column.test and cell.value is not None:
                     cell.test = compare(base, model, column.test, lang, samples=samples, seed=seed, alpha=cell.alpha)
+                    if cell.test is not None and cell.test.lo == cell.test.hi == 0.0:
+                        cell.test = None  # no pair differs (both models constant alike): nothing to test
                     if cell.test is not None:
                         tests.append(cell)
                 row.cells[column.key] = cell

@@ -43,9 +43,10 @@ log = logging.getLogger(__name__)
 LEDGER = "wandb_eval_log.json"
 STEP_METRIC = "train/global_step"
 #: Metrics of metrics.json logged to W&B (per language and over all languages).
-LOGGED_METRICS = ("label_accuracy", "label_macro_f1", "set_g_by_gender", "gnt_accuracy", "coherence", "xcomet",
+LOGGED_METRICS = ("label_accuracy", "label_balanced_accuracy", "label_macro_f1", "label_distribution",
+                  "set_g_by_gender", "adequacy", "gnt_accuracy", "gnt_accuracy_adequate", "coherence", "xcomet",
                   "extraction_errors")
-SKIPPED_GROUPS = ("n_unjudged",)
+SKIPPED_GROUPS = ("n_unjudged", "threshold", "collapse_share", "majority_share")
 
 
 class WandbLogError(RuntimeError):
@@ -58,7 +59,7 @@ def eval_metrics(results: Results, model: ModelResult, *, cells: bool = False) -
     for row in results.metrics:
         if row.model != model.name or row.metric not in LOGGED_METRICS:
             continue
-        if row.group and (row.group in SKIPPED_GROUPS or row.group.startswith("by_code")):
+        if row.group and (row.group in SKIPPED_GROUPS or row.group.startswith(("by_code", "counts"))):
             continue
         if row.metric != "extraction_errors" and row.group and (row.group == "n" or row.group.endswith("/n")):
             continue  # sample sizes: in the report, not worth a chart
