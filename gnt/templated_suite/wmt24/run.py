@@ -345,9 +345,9 @@ def _flags(scores: SystemScores) -> list[str]:
     in_tables = scores.unknowns["in_tables"]
     if not in_tables["n_items"] or in_tables["unknown"] / in_tables["n_items"] <= FLAG_UNKNOWN_SHARE:
         return []
-    reasons = Counter()
-    for template in scores.counts["templates"].values():
-        for entry in template.values():
+    reasons: Counter = Counter()
+    for template, groups in scores.counts["templates"].items():
+        for entry in groups.values() if tables_of(template) else ():
             reasons.update(entry["unknown"])
     main = ", ".join(f"{reason} {count}" for reason, count in reasons.most_common(3))
     share = in_tables["unknown"] / in_tables["n_items"]
