@@ -35,9 +35,10 @@ $(VLLM_STAMP): vllm-requirements.txt scripts/vllm_env.sh
 
 vllm-env: $(VLLM_STAMP)
 
-# MODEL=smollm (default: SmolLM2-135M-Instruct, a real instruct model, en-it + en-es) or MODEL=tiny (the offline
-# tiny random Qwen2: every code path in ~3 min, its outputs are noise)
-MODEL ?= smollm
+# MODEL=gemma (default: Gemma 3 270M, a real multilingual base model, en-it + en-es), MODEL=smollm
+# (SmolLM2-135M-Instruct: English-first, does not translate) or MODEL=tiny (the offline tiny random Qwen2: every
+# code path in ~3 min, its outputs are noise)
+MODEL ?= gemma
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py model=$(MODEL)
 

@@ -23,9 +23,14 @@ TESTS_DIR = Path(__file__).resolve().parent.parent / "tests"
 def tests_helper(name: str) -> ModuleType:
     """A helper module of the test suite (``tests/<name>.py``, e.g. the local OpenAI-compatible server), loaded by
     its path: benchmarks reuse what the tests check without putting the tests folder on ``sys.path``."""
+    return module_at(TESTS_DIR / f"{name}.py", name)
+
+
+def module_at(path: Path, name: str) -> ModuleType:
+    """The module a file defines, loaded by its path (a test helper, or ``scripts/demo.py`` for its profiles)."""
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, TESTS_DIR / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules[name] = module  # dataclasses resolve their module by name while the file runs
     spec.loader.exec_module(module)  # type: ignore[union-attr]

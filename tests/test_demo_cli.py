@@ -52,5 +52,18 @@ def test_unknown_keys_steps_and_values_fail_before_anything_runs() -> None:
 def test_help_lists_every_key_with_its_default() -> None:
     result = demo("--help")
     assert result.returncode == 0
-    for line in ("model = smollm", "out = null", "dry_run = false", "STEP.KEY=VALUE"):
+    for line in ("model = gemma", "out = null", "dry_run = false", "STEP.KEY=VALUE"):
         assert line in result.stdout
+
+
+def test_the_demo_records_each_steps_time_and_peak_memory(tmp_path: Path) -> None:
+    import json
+
+    result = demo("model=tiny", f"out={tmp_path / 'd'}", "steps=data")
+    assert result.returncode == 0, result.stderr
+    record = json.loads((tmp_path / "d" / "demo_record.json").read_text(encoding="utf-8"))
+    assert list(record["steps"]) == ["data"] and record["model"] == "tiny"
+    data = record["steps"]["data"]
+    assert data["seconds"] > 0 and 20 < data["peak_rss_mb"] < 4096  # a Python process that imported the data code
+    assert record["peak_rss_mb"] == data["peak_rss_mb"] and record["environment"]["git"]
+    assert "peak memory" in result.stdout

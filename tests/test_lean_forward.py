@@ -137,6 +137,14 @@ def test_sft_records_the_lean_forward_it_used(tiny_model_dir: Path, training_dat
     assert lean["labelled_positions_only"] and lean["shared_prefix"]
     assert lean["rows_in_single_cell_batches"] > 0.9
 
+    from gnt.training.dpo import prepare_dpo
+
+    dpo = prepare_dpo("recipes/tiny-dpo.yaml", [("data_dir", str(training_data_dir)), ("sft_adapter", str(out)),
+                                               ("output_dir", str(tmp_path / "dpo")), ("report_to", "none"),
+                                               ("share_prompt_prefix", True), ("balance_label_batches", True)])
+    lean = dpo.record["lean_forward"]  # preference rows: grouped by cell and balanced by the chosen answer's label
+    assert lean["shared_prefix"] and lean["balanced_labels"] and lean["rows_in_balanced_batches"] > 0.5
+
 
 def test_decision_token_weight_scales_exactly_that_tokens_gradient(tiny_model_dir: Path) -> None:
     """Weighting the decision token by w gives the gradient of a loss whose decision term is w times larger."""
@@ -173,3 +181,19 @@ def test_decision_token_weight_scales_exactly_that_tokens_gradient(tiny_model_di
     plain_loss, by_hand = grads(None)
     assert logged == pytest.approx(plain_loss, abs=1e-6)  # the logged loss is the unweighted one
     assert torch.allclose(weighted, by_hand, atol=1e-6, rtol=1e-4)
+
+
+def test_balanced_batches_hold_both_labels_equally_within_one_cell() -> None:
+    from gnt.training.lean_forward import is_balanced
+
+    groups = ["it/None/0"] * 20 + ["es/None/0"] * 12
+    labels = (["GENDERED"] * 8 + ["NEUTRAL"] * 12) + (["GENDERED", "NEUTRAL"] * 6)
+    sampler = PromptGroupedSampler(groups, batch_size=4, seed=0, labels=labels)
+    batches = sampler.batches()
+    assert sorted(i for b in batches for i in b) == list(range(32))
+    single_cell_balanced = [b for b in batches if len({groups[i] for i in b}) == 1 and is_balanced(
+        [labels[i] for i in b]) and len(b) == 4]
+    # it: 8 G + 12 N -> 4 balanced batches and 4 surplus N; es: 6 + 6 -> 3 balanced batches
+    assert len(single_cell_balanced) == 7
+    assert all(b in single_cell_balanced for b in batches[:7])  # whole balanced batches first, shuffled
+    assert [labels[i] for i in batches[-1]] == ["NEUTRAL"] * 4  # the majority's surplus comes last

@@ -17,6 +17,7 @@ from gnt.training.launch import NodeLaunch, node_command, slurm_defaults
 TRAINING_RECIPES = {
     "qwen.yaml": "sft", "qwen-dpo.yaml": "dpo", "qwen-qlora.yaml": "sft", "llama.yaml": "sft",
     "gemma.yaml": "sft", "tiny.yaml": "sft", "tiny-dpo.yaml": "dpo", "smollm.yaml": "sft", "smollm-dpo.yaml": "dpo",
+    "gemma270m.yaml": "sft", "gemma270m-dpo.yaml": "dpo",
 }
 ACCELERATE = PROJECT_ROOT / "accelerate"
 
@@ -157,7 +158,7 @@ def test_every_recipe_dry_runs(name: str, capsys) -> None:
 def test_gpu_recipes_use_bf16_and_cpu_recipes_do_not() -> None:
     for name, stage in TRAINING_RECIPES.items():
         values = load_recipe(stage, str(RECIPES_DIR / name), []).values
-        cpu = name.startswith(("tiny", "smollm"))
+        cpu = name.startswith(("tiny", "smollm", "gemma270m"))
         assert values["bf16"] is (not cpu), name
         if not cpu:
             assert values.get("dtype") == "bfloat16" and values["report_to"] == ["wandb"]

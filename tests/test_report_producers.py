@@ -20,14 +20,18 @@ BOOT = 60
 
 
 def _backend():
-    """Answers every grid request in the output format, alternating labels; no system role."""
+    """Answers every grid request in the output format with the row's own reference (an adequate translation),
+    alternating labels and references (NEUTRAL + Ref-N, GENDERED + Ref-G); no system role."""
     from itertools import count
 
+    from gnt.data.mgente import load_mgente
+
+    references = {e.source: e for e in load_mgente(SAMPLE_DIR, ["it"])}
     calls = count(1)
 
-    def reply(_request) -> str:
-        label, text = (("NEUTRAL", "La cittadinanza ha espresso la propria opinione.") if next(calls) % 2
-                       else ("GENDERED", "I cittadini hanno espresso la loro opinione."))
+    def reply(request) -> str:
+        entry = references[request.messages[-1][1].rsplit("<en> ", 1)[1]]
+        label, text = ("NEUTRAL", entry.ref_n[0]) if next(calls) % 2 else ("GENDERED", entry.ref_g)
         return format_output("it", label, text)
 
     return ScriptedBackend(reply, model_id="scripted-producers", system_role=False)

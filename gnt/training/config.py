@@ -51,6 +51,12 @@ class ProjectArgs(WandbSettings):
         default="bfloat16",
         metadata={"help": "dtype of the merged model.", "choices": ["bfloat16", "float16", "float32"]},
     )
+    balance_label_batches: bool = field(
+        default=False,
+        metadata={"help": "Every batch holds as many GENDERED as NEUTRAL targets (DPO: chosen answers), so no batch "
+                  "pushes the decision towards one constant label; with share_prompt_prefix, within one prompt "
+                  "cell (gnt.training.lean_forward.PromptGroupedSampler)."},
+    )
     share_prompt_prefix: bool = field(
         default=False,
         metadata={"help": "Batch rows of one prompt cell together and compute the prompt prefix they share "

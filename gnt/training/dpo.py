@@ -61,7 +61,8 @@ def _build_trainer(run: PreparedRun, callbacks: list) -> Any:
         processing_class=run.tokenizer,
         callbacks=callbacks,
     )
-    run.record["lean_forward"] = make_lean(trainer, run.setup.project.share_prompt_prefix)
+    run.record["lean_forward"] = make_lean(trainer, run.setup.project.share_prompt_prefix,
+                                         run.setup.project.balance_label_batches)
     if REFERENCE_ADAPTER not in trainer.model.peft_config or trainer.ref_model is not None:
         raise TrainingError(
             "TRL did not set up the SFT adapter as a frozen 'ref' adapter (installed TRL behaves differently from "

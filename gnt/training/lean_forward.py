@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import random
 import types
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -123,12 +123,18 @@ class PromptGroupedSampler:
     """Training order in which every run of ``batch_size`` consecutive rows comes from one prompt group (a grid
     cell), so the rows of a batch share their prompt prefix; groups and batches are shuffled, seeded per epoch.
 
-    A group's leftover rows (its size modulo ``batch_size``) are pooled into mixed batches at the end of the
-    order, which simply share less. Every row appears exactly once per epoch.
+    With ``labels`` (each row's target label), a batch also holds as many rows of each label as the group allows,
+    alternating them: a batch whose rows pull the decision both ways in equal numbers moves no constant bias, so
+    what the gradient teaches is the difference between the rows (what states a gender), not the label of the
+    latest batches. Rows a group cannot fit into a whole batch (its size modulo ``batch_size``, and the surplus of
+    its majority label when balancing) are pooled into mixed batches at the end of the order, which simply share
+    and balance less. Every row appears exactly once per epoch.
     """
 
-    def __init__(self, groups: Sequence[str], batch_size: int, seed: int) -> None:
+    def __init__(self, groups: Sequence[str], batch_size: int, seed: int,
+                 labels: Sequence[str | None] | None = None) -> None:
         self.groups = list(groups)
+        self.labels = list(labels) if labels is not None else None
         self.batch_size = max(1, int(batch_size))
         self.seed = seed
         self.epoch = 0
@@ -139,6 +145,28 @@ class PromptGroupedSampler:
     def __len__(self) -> int:
         return len(self.groups)
 
+    def _group_batches(self, indices: list[int], rng: random.Random) -> tuple[list[list[int]], list[int]]:
+        size = self.batch_size
+        if self.labels is None or size < 2:
+            rng.shuffle(indices)
+            cut = len(indices) - len(indices) % size
+            return [indices[i:i + size] for i in range(0, cut, size)], indices[cut:]
+        by_label: dict[str | None, list[int]] = defaultdict(list)
+        for index in indices:
+            by_label[self.labels[index]].append(index)
+        pools = [by_label[label] for label in sorted(by_label, key=str)]
+        for pool in pools:
+            rng.shuffle(pool)
+        batches: list[list[int]] = []
+        while sum(map(len, pools)) >= size and sum(1 for pool in pools if pool) >= min(2, len(pools)):
+            batch: list[int] = []
+            while len(batch) < size:  # round-robin over the labels: 4 + 4 in a batch of 8
+                for pool in pools:
+                    if pool and len(batch) < size:
+                        batch.append(pool.pop())
+            batches.append(batch)
+        return batches, [index for pool in pools for index in pool]
+
     def batches(self) -> list[list[int]]:
         rng = random.Random(f"{self.seed}:{self.epoch}")
         members: dict[str, list[int]] = defaultdict(list)
@@ -146,11 +174,9 @@ class PromptGroupedSampler:
             members[group].append(index)
         whole, leftover = [], []
         for group in sorted(members):
-            indices = members[group]
-            rng.shuffle(indices)
-            cut = len(indices) - len(indices) % self.batch_size
-            whole += [indices[i:i + self.batch_size] for i in range(0, cut, self.batch_size)]
-            leftover += indices[cut:]
+            full, rest = self._group_batches(members[group], rng)
+            whole += full
+            leftover += rest
         rng.shuffle(whole)
         rng.shuffle(leftover)
         tail = [leftover[i:i + self.batch_size] for i in range(0, len(leftover), self.batch_size)]
@@ -159,6 +185,12 @@ class PromptGroupedSampler:
     def __iter__(self) -> Iterator[int]:
         for batch in self.batches():
             yield from batch
+
+
+def is_balanced(batch_labels: Sequence[str | None]) -> bool:
+    """Whether a batch holds both labels, in numbers that differ by at most one."""
+    counts = Counter(batch_labels)
+    return len(counts) > 1 and max(counts.values()) - min(counts.values()) <= 1
 
 
 def shared_rows_fraction(groups: Sequence[str], batch_size: int) -> float:
@@ -231,28 +263,46 @@ def weigh_decision_token(model: Any, decision_ids: set[int], weight: float) -> N
     causal_lm.forward = forward
 
 
-def make_lean(trainer: Any, share_prefix: bool, group_column: str = GROUP_FIELD) -> dict:
-    """Apply both savings to a built TRL trainer; returns what was applied (logged and kept in the run record).
+def target_labels(dataset: Any) -> list[str | None]:
+    """Each training row's target label (GENDERED/NEUTRAL), read from its completion (SFT) or chosen answer (DPO)."""
+    from gnt.output_format import label_of
+
+    column = "completion" if "completion" in dataset.column_names else "chosen"
+    return [label_of(" ".join(m["content"] for m in messages)) for messages in dataset[column]]
+
+
+def make_lean(trainer: Any, share_prefix: bool, balance_labels: bool = False,
+              group_column: str = GROUP_FIELD) -> dict:
+    """Apply the savings to a built TRL trainer; returns what was applied (logged and kept in the run record).
 
     ``share_prefix`` batches rows by ``group_column`` (the grid cell every training row records) and patches the
     policy's backbone; it is skipped, with the reason, under packing (rows are already concatenated) and when
-    the dataset has no such column.
+    the dataset has no such column. ``balance_labels`` makes every batch hold GENDERED and NEUTRAL targets in
+    equal numbers (see :class:`PromptGroupedSampler`).
     """
     score_labelled_positions_only()
-    applied: dict[str, Any] = {"labelled_positions_only": True, "shared_prefix": False}
-    if not share_prefix:
+    applied: dict[str, Any] = {"labelled_positions_only": True, "shared_prefix": False, "balanced_labels": False}
+    if not (share_prefix or balance_labels):
         return applied
     args, dataset = trainer.args, trainer.train_dataset
     if getattr(args, "packing", False) or getattr(args, "padding_free", False):
-        applied["shared_prefix_skipped"] = "packing/padding-free rows are concatenated, not batched"
+        applied["skipped"] = "packing/padding-free rows are concatenated, not batched"
         return applied
-    if dataset is None or group_column not in dataset.column_names:
-        applied["shared_prefix_skipped"] = f"the training rows have no '{group_column}' column"
-        return applied
-    groups = [str(value) for value in dataset[group_column]]
-    sampler = PromptGroupedSampler(groups, args.per_device_train_batch_size, args.seed)
+    groups = ["all"] * len(dataset)
+    if share_prefix:
+        if group_column in dataset.column_names:
+            groups = [str(value) for value in dataset[group_column]]
+        else:
+            applied["shared_prefix_skipped"] = f"the training rows have no '{group_column}' column"
+            share_prefix = False
+    labels = target_labels(dataset) if balance_labels else None
+    sampler = PromptGroupedSampler(groups, args.per_device_train_batch_size, args.seed, labels)
     trainer._get_train_sampler = lambda train_dataset=None: sampler
-    share_prompt_prefix(trainer.model)
-    applied.update(shared_prefix=True, rows_in_single_cell_batches=round(
-        shared_rows_fraction(groups, args.per_device_train_batch_size), 3))
+    if share_prefix:
+        share_prompt_prefix(trainer.model)
+        applied.update(shared_prefix=True, rows_in_single_cell_batches=round(
+            shared_rows_fraction(groups, args.per_device_train_batch_size), 3))
+    if labels is not None:
+        balanced = sum(len(batch) for batch in sampler.batches() if is_balanced([labels[i] for i in batch]))
+        applied.update(balanced_labels=True, rows_in_balanced_batches=round(balanced / max(1, len(labels)), 3))
     return applied

@@ -44,7 +44,7 @@ def _build_trainer(run: PreparedRun, callbacks: list) -> Any:
         callbacks=callbacks,
     )
     project = run.setup.project
-    run.record["lean_forward"] = make_lean(trainer, project.share_prompt_prefix)
+    run.record["lean_forward"] = make_lean(trainer, project.share_prompt_prefix, project.balance_label_batches)
     if project.decision_token_weight != 1.0:
         langs = sorted({row["cell"].split("/")[0] for row in run.data.train if "cell" in row}) or ["en"]
         ids = decision_token_ids(run.tokenizer, langs)
