@@ -318,10 +318,10 @@ def _read_json_or_none(path: Path) -> Any:
         return None
 
 
-#: Generation rows are kept slim (``id, lang, set, gender, cell, key, label, error``): a full grid is 72,000
+#: Generation rows are kept slim (``id, lang, set, gender, cell, key, label, error, chrf``): a full grid is 72,000
 #: records per model, and the long texts are kept only for the sample rows, so a report over many checkpoints
 #: stays within memory.
-SLIM_FIELDS = ("id", "lang", "set", "gender", "cell", "key", "label", "error")
+SLIM_FIELDS = ("id", "lang", "set", "gender", "cell", "key", "label", "error", "chrf")
 JUDGMENT_FIELDS = ("key", "id", "cell", "neutral", "label", "judge_error", "error", "judge", "format")
 XCOMET_FIELDS = ("key", "score_matching")
 PREFERENCE_FIELDS = ("id", "lang", "kind", "won")

@@ -240,8 +240,11 @@ def _headline_section(results: Results, samples: int, data: dict) -> list[Block]
     base = results.base
     blocks.append(Para(
         "Each value is the metric over all evaluated cells of the language, from the evaluator's metrics.json, "
-        f"with its {100 * (1 - results.alpha):g}% bootstrap CI in brackets (percent; xCOMET on its 0–1 scale; "
-        "extraction errors as count and rate). " + (
+        f"with its {100 * (1 - results.alpha):g}% bootstrap CI in brackets (percent; chrF++ on its 0–100 scale, "
+        "against every reference of the row; xCOMET on its 0–1 scale; extraction errors as count and rate). "
+        "Label bal. acc. is the mean of the Set-G and Set-N label accuracies: any constant label scores 50 (the "
+        "row under the models gives the best constant's scores). \"Adequate\" is the share of outputs that translate "
+        "their source (chrF++ ≥ 30); the adequate-only GNT column counts the others as failures. " + (
             f"▲ marks a checkpoint significantly better than `{base.name}` (higher accuracy, fewer extraction "
             "errors), ▼ significantly worse (paired bootstrap over the same rows and cells, Holm-adjusted within "
             f"the table, α = {results.alpha:g}). Preference accuracy: the share of held-out preference pairs whose chosen answer "
@@ -318,11 +321,15 @@ def meaning_warnings(results: Results) -> list[str]:
         adequacy = block.get("adequacy") or {}
         adequate = read_stat(adequacy.get("adequate"))
         if adequate is not None and adequate[0] < MOSTLY_INADEQUATE:
+            errors = read_stat((block.get("extraction_errors") or {}).get("rate"))
+            because = (f"{100 * errors[0]:.0f}% of them are extraction errors, "
+                       f"{adequacy.get('n_inadequate', 0)} more translations score below it"
+                       if errors is not None else "")
             out.append(
                 f"Most outputs of `{model.name}` do not translate their source: only {100 * adequate[0]:.0f}% "
-                f"reach chrF++ {adequacy.get('threshold', ADEQUACY_THRESHOLD):g} against any reference (extraction "
-                "errors included), so its GNT accuracy over all outputs is mostly about text that is not a "
-                "translation; read the adequate-only column")
+                f"reach chrF++ {adequacy.get('threshold', ADEQUACY_THRESHOLD):g} against any reference ({because}). "
+                "Its GNT accuracy over all outputs is therefore mostly not about translations; read the "
+                "adequate-only column")
     return out
 
 

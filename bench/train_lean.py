@@ -1,0 +1,105 @@
+"""The lean training forward on a CPU: seconds per SFT step and peak memory, plain TRL against gnt's two savings.
+
+    python bench/train_lean.py                   # Gemma 3 270M, the demo's SFT recipe, batch 8, 4 steps each
+    python bench/train_lean.py --model gnt:smollm --steps 6
+
+Three runs of the same recipe on the same rows (each in its own process, so each peak memory is its own):
+
+- ``plain``: TRL 1.16's fused LM head as shipped, which on a CPU projects every position onto the vocabulary;
+- ``labelled``: the head projects only the positions that carry a label (gnt.training.lean_forward);
+- ``labelled+shared``: the same, and the rows of a batch come from one prompt cell, whose shared prompt prefix is
+  computed once (``share_prompt_prefix: true``).
+
+The figure is the median seconds per optimizer step after the first (warm-up) step, and the ratio of each run's
+to the plain one's, measured in one invocation (the machine's other load moves all three alike only when it is
+steady: run it on an otherwise idle machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from record import conclude
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ("plain", "labelled", "labelled+shared")
+
+
+def _one(run: str, model: str, steps: int, data_dir: str, out: str) -> dict:
+    """Train ``steps`` steps in this process and return per-step seconds and the peak resident memory."""
+    import trl.trainer.utils as trl_utils
+    from transformers import TrainerCallback
+    from trl.kernels.chunked_logprob import _use_triton
+
+    from gnt.training.sft import prepare_sft
+
+    overrides = [("model_name_or_path", model), ("data_dir", data_dir), ("output_dir", out), ("max_steps", steps),
+                 ("save_steps", steps * 10), ("report_to", "none"), ("logging_steps", 1),
+                 ("share_prompt_prefix", run == "labelled+shared")]
+    prepared = prepare_sft("recipes/gemma270m.yaml", overrides)
+    if run == "plain":
+        trl_utils._use_triton = _use_triton  # TRL's own rule: every position on a CPU
+    stamps: list[float] = []
+
+    class Clock(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            stamps.append(time.perf_counter())
+
+    prepared.trainer.add_callback(Clock())
+    started = time.perf_counter()
+    prepared.trainer.train()
+    steps_s = [b - a for a, b in zip([started, *stamps[:-1]], stamps, strict=True)]
+    return {"step_seconds": [round(s, 2) for s in steps_s],
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "tokens": int(prepared.trainer.state.num_input_tokens_seen or 0)}
+
+
+def main(argv: list[str] | None = None) -> dict | None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="gnt:gemma")
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--data", default=None, help="a data/build.py folder (default: the demo's build, made here)")
+    parser.add_argument("--one", choices=RUNS, help=argparse.SUPPRESS)  # internal: one run in this process
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(_one(args.one, args.model, args.steps, args.data, args.out)))
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        data = args.data
+        if data is None:
+            data = str(Path(tmp) / "data")
+            subprocess.run([sys.executable, "data/build.py", f"out_dir={data}", "langs=it,es", "train_configs=None,S",
+                            "train_shots=0", "templated_pairs=600"], cwd=ROOT, check=True, capture_output=True)
+        results = {}
+        for run in RUNS:
+            done = subprocess.run(
+                [sys.executable, __file__, f"--one={run}", f"--model={args.model}", f"--steps={args.steps}",
+                 f"--data={data}", f"--out={Path(tmp) / run.replace('+', '-')}"],
+                cwd=ROOT, check=True, capture_output=True, text=True)
+            results[run] = json.loads(done.stdout.strip().splitlines()[-1])
+            results[run]["median_step_s"] = statistics.median(results[run]["step_seconds"][1:])
+    plain = results["plain"]["median_step_s"]
+    for figures in results.values():
+        figures["speedup_vs_plain"] = round(plain / figures["median_step_s"], 2)
+    rows = [(f"{run}: s/step, x plain, peak MB",
+             f"{f['median_step_s']:.1f} / {f['speedup_vs_plain']:.2f} / {f['peak_rss_mb']:.0f}", "")
+            for run, f in results.items()]
+    figures = {"model": args.model, "steps": args.steps, "recipe": "recipes/gemma270m.yaml", "runs": results}
+    goals = {"labelled+shared vs plain": ">= 3x faster per step, lower peak memory"}
+    missed = []
+    if results["labelled+shared"]["speedup_vs_plain"] < 3:
+        missed.append(f"labelled+shared is only {results['labelled+shared']['speedup_vs_plain']}x plain")
+    return conclude("train_lean", "lean training forward on CPU", rows, figures, goals, missed)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
