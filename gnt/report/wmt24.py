@@ -12,6 +12,7 @@ from typing import Any
 
 from gnt.filenames import LEAKAGE, SUMMARY
 from gnt.io import read_json
+from gnt.report.blocks import Heading, Image, Para, Table
 
 
 def _ci(stat: dict | None, signed: bool = True) -> str:
@@ -26,8 +27,6 @@ def _ci(stat: dict | None, signed: bool = True) -> str:
 
 def wmt24_blocks(directory: Path, figures: Path, data: dict) -> list[Any]:
     """Heading, ranking table (by ΔN on omission), the ranking figure and the leakage note; [] without results."""
-    from gnt.report.document import Heading, Image, Para, Table
-
     path = directory / "wmt24" / SUMMARY
     if not path.is_file():
         return []

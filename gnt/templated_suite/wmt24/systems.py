@@ -96,7 +96,7 @@ def read_outputs_file(path: str | Path, known: set[str]) -> dict[str, str]:
 
 
 def _default_factory(config: EvalConfig, base_model: str, adapter_paths: Sequence[str]) -> GenerationBackend:
-    from gnt.generation.factory import make_backend
+    from gnt.evaluation.config import make_backend
 
     return make_backend(config, base_model, adapter_paths)
 
