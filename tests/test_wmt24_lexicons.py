@@ -17,6 +17,7 @@ import pytest
 
 from gnt.data.errors import DataError
 from gnt.data.templated import LexiconEntry, load_lexicon
+from gnt.templated_suite.classify import load_extra_forms
 from gnt.templated_suite.wmt24.lexicon import LEXICON_DIR, check_coverage, load_suite_lexicon
 from gnt.templated_suite.wmt24.reader import read_suite
 from gnt.templated_suite.wmt24.score import score_translations
@@ -106,8 +107,10 @@ def test_italian_gendered_rows_have_una_persona_with_the_feminine():
     disagree = [e.en for e in gendered if not _agree_o_a(e.m, e.f)]
     assert not disagree, f"gendered rows whose M/F do not end in -o/-a: {disagree}"
     epicene = [e for e in rows if e.m == e.f]
-    assert {e.n_strategy for e in epicene} <= {"N1", "N4"}
+    assert {e.n_strategy for e in epicene} <= {"N1", "N3", "N4"}
     assert [e.en for e in epicene if e.n_strategy == "N4"] == ["cool", "gay", "sexy"]
+    # another part of speech, not an adjective of one form: "in forma", "bene", "di classe", "di talento"
+    assert sorted(e.en for e in epicene if e.n_strategy == "N3") == ["classy", "fine", "fit", "talented"]
 
 
 def test_greek_gendered_rows_have_a_neuter_atomo_phrase():
@@ -126,7 +129,9 @@ def test_greek_gendered_rows_have_a_neuter_atomo_phrase():
     assert not disagree, f"gendered rows with unexpected M/F endings: {disagree}"
     assert all(re.fullmatch(r"[\u0370-\u03ff\u1f00-\u1fff ]+", f) for e in rows for f in (e.m, e.f, e.n))
     epicene = [e for e in rows if e.m == e.f]
-    assert {e.n_strategy for e in epicene} <= {"N1", "N4"}
+    assert {e.n_strategy for e in epicene} <= {"N1", "N3", "N4"}
+    # a prepositional phrase or an adverb: "σε εγρήγορση", "καλά", "σε φόρμα", "με επιρροή"
+    assert sorted(e.en for e in epicene if e.n_strategy == "N3") == ["alert", "fine", "fit", "influential"]
     two_termination = [e for e in epicene if e.m.endswith(("ής", "ης", "ων"))]
     assert all(e.n_strategy == "N1" for e in two_termination) and len(two_termination) >= 25
     assert [e.en for e in epicene if e.n_strategy == "N4"] == ["cool", "gay", "sexy"]
@@ -175,7 +180,7 @@ ITALIAN_SOURCES = [
     'I smiled. "I think I\'m proud," I said. He laughed back. "No, you\'re rich," he replied.',
     'The man smiled. "I think I\'m tall and you\'re shy," he said. She laughed back. '
     '"No you\'re shy, but I\'m tall," she replied.',
-    'The shy nurse smiled. "I think I\'m lucky," they said to the proud doctor.',
+    'The suave nurse smiled. "I think I\'m lucky," they said to the perky doctor.',
     '"I think I\'m scared," I said gently.',
     '"I think I\'m strong," I said gently.',
 ]
@@ -184,7 +189,7 @@ ITALIAN_OUTPUTS = [
     'Sorrisi. "Credo di essere una persona orgogliosa", dissi. Lui rise. "No, sei una persona ricca", rispose.',
     'L\'uomo sorrise. "Credo di essere alto e tu sei timida", disse. Lei rise. '
     '"No, tu sei timido, ma io sono alta", rispose.',
-    'L\'infermiere timido sorrise. "Credo di essere fortunato", disse al medico orgoglioso.',
+    'L\'infermiere soave sorrise. "Credo di essere fortunato", disse al medico vivace.',
     '"Credo di essere spaventata", dissi dolcemente.',
     '"Credo di essere forte", dissi dolcemente.',
 ]
@@ -232,12 +237,12 @@ def test_the_command_scores_an_italian_system(tmp_path):
         rows = {r["ambiguity"]: r for r in csv.DictReader(handle, delimiter="\t")}
     omission, active = rows["omission"], rows["active"]
     assert {r["lang"] for r in rows.values()} == {"it"} and {r["system"] for r in rows.values()} == {"Mine"}
-    # Matched pairs only: proud (turn 1, I) and rich (turn 2, you) are determined in 0001 and ambiguous in 0002;
-    # the tall/shy dialogue, the adverb segments and the "they" of 0004 have no partner of the other variant.
-    assert (omission["n_det"], omission["n_amb"]) == ("2", "2")
-    assert [float(omission[k]) for k in ("M_det", "F_det", "N_det")] == [0.0, 1.0, 0.0]
+    # Table 4: determined items of templates 1 (0001: F, F) and 2 (0003: M, F, M, F), macro-averaged; ambiguous
+    # ones of template 3 (0002: "una persona ..."). Table 5: the "they" of 0004 has no he/she beside it here.
+    assert (omission["n_det"], omission["n_amb"]) == ("6", "2")
+    assert [float(omission[k]) for k in ("M_det", "F_det", "N_det")] == [0.25, 0.75, 0.0]
     assert [float(omission[k]) for k in ("M_amb", "F_amb", "N_amb", "dN")] == [0.0, 0.0, 1.0, 1.0]
-    assert (active["n_amb"], active["M_amb"]) == ("0", "")
+    assert (active["n_det"], active["n_amb"], active["M_amb"], active["dM"]) == ("0", "1", "1.0", "")
     assert all(float(r["unknown_rate"]) == 0.0 for r in rows.values())
 
 
@@ -250,8 +255,11 @@ def test_extra_forms_add_renderings_without_repeating_the_lexicon(lang):
                 if e.form in (lexicon.entry(e.en).m, lexicon.entry(e.en).f, lexicon.entry(e.en).n)]
     assert not repeated, f"extra forms already in {lang}.tsv: {repeated}"
     assert all((e.label == "N") == (e.strategy is not None) for e in lexicon.extra)
-    if lang != "de":  # a gendered synonym comes after its neutral noun phrase, which would otherwise read as F
-        forms = [(e.en, e.form, e.label) for e in lexicon.extra]
+    # The loader tries longer forms first, so "una persona malhumorata" (N3) is found before "malhumorata" (F).
+    lengths = [len(e.form.split()) for e in lexicon.extra]
+    assert lengths == sorted(lengths, reverse=True)
+    if lang != "de":  # in the file, each gendered synonym sits after its neutral noun phrase, then its F
+        forms = [(e.en, e.form, e.label) for e in load_extra_forms(LEXICON_DIR / f"{lang}.extra.tsv")]
         for index, (en, form, label) in enumerate(forms):
             if label == "M":
                 assert forms[index + 1][0] == en and forms[index + 1][2] == "F", (en, form)

@@ -1,8 +1,11 @@
 """The WMT24 gender-resolution suite (gnt.templated_suite.wmt24) on a miniature txt-ts folder written for the tests.
 
-The fixture's "Gendered" system agrees with every stated gender and writes the masculine when the referent is
-ambiguous; "Neutral" writes the same except neutral wording ("una persona alta", "tengo suerte") for every
-ambiguous referent; "Absent" has no suite lines. So the expected tables are known exactly.
+The fixture holds one or two segments of every template type (tests/fixtures/wmt24/README.md). Its "Gendered"
+system agrees with every stated gender and writes the masculine when the referent is ambiguous; "Neutral" writes
+the same except neutral wording ("una persona alta", "tengo suerte") for every ambiguous referent, "tengo suerte"
+for the determined "he" of template 5 too, and in template 7 the neutral "tengo miedo" without an adverb but the
+masculine after a masculine-stereotyped adverb and the feminine after a feminine-stereotyped one; "Absent" has no
+suite lines. So the expected tables are known exactly.
 """
 
 from __future__ import annotations
@@ -19,11 +22,10 @@ from gnt.io import read_json, read_jsonl
 from gnt.paths import RECIPES_DIR
 from gnt.templated_suite.wmt24.align import quotations, slot_texts
 from gnt.templated_suite.wmt24.lexicon import LEXICON_DIR, load_suite_lexicon
-from gnt.templated_suite.wmt24.pairs import matched_pairs, paired_block
+from gnt.templated_suite.wmt24.moved import read_items
 from gnt.templated_suite.wmt24.predicate import read_predicate
 from gnt.templated_suite.wmt24.reader import ParseError, parse_segment, read_suite
 from gnt.templated_suite.wmt24.run import Wmt24Options, limit_segments, run_wmt24
-from gnt.templated_suite.wmt24.score import pair_key
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "wmt24" / "txt-ts"
 
@@ -43,7 +45,7 @@ def _rows(path: Path) -> list[dict]:
 # ------------------------------------------------------------------------------------------------------ reader
 def test_reader_parses_every_shape_and_reports_the_odd_line():
     suite = read_suite(ROOT, "es")
-    assert suite.total == 9 and len(suite.segments) == 8
+    assert suite.total == 13 and len(suite.segments) == 12
     [problem] = suite.problems
     assert problem.line == 11 and problem.seg_id == "0009" and "does not match" in problem.reason
     assert str(problem).startswith(f"{ROOT / 'sources' / 'en-es.txt'}:11:")
@@ -58,7 +60,7 @@ def test_reader_parses_every_shape_and_reports_the_odd_line():
     to_listener = suite.segments[4]
     assert to_listener.family == "occupation" and to_listener.turns == 1
     speaker, listener = to_listener.characters
-    assert (speaker.ambiguity, speaker.descriptor, speaker.occupation) == ("active", "shy", "nurse")
+    assert (speaker.ambiguity, speaker.descriptor, speaker.occupation) == ("active", "suave", "nurse")
     assert (listener.how, listener.ambiguity, listener.occupation) == ("listener", "omission", "doctor")
     assert to_listener.slots[0].character == 1  # "you're lucky" is said of the doctor
     adverb = suite.segments[7]
@@ -125,58 +127,74 @@ def test_scores_of_the_fixture_systems_are_the_expected_ones(tmp_path):
         "lang", "system", "ambiguity", "n_det", "n_amb", "M_det", "F_det", "N_det", "M_amb", "F_amb", "N_amb",
         "dM", "dF", "dN", "unknown_rate", "unknown_gap_rate", "unknown_no_rendering_rate"]
     gendered, neutral = rows[("Gendered", "omission")], rows[("Neutral", "omission")]
-    # Matched pairs only: the slots said of "She" in both segments 0001 and 0002 have no ambiguous partner.
-    assert (gendered["n_det"], gendered["n_amb"]) == ("4", "4")
-    assert (float(gendered["M_det"]), float(gendered["F_det"]), float(gendered["N_det"])) == (0.5, 0.5, 0.0)
-    assert (float(gendered["M_amb"]), float(gendered["dM"]), float(gendered["dN"])) == (1.0, 0.5, 0.0)
-    assert (float(neutral["N_amb"]), float(neutral["dN"]), float(neutral["dM"])) == (1.0, 1.0, -0.5)
-    assert float(rows[("Neutral", "active")]["dN"]) == 1.0 and float(rows[("Gendered", "active")]["dF"]) == 0.0
+    # Table 4, determined side: template 1 (0003, her two slots: F), template 2 (0001: M, F, M, F), template 4
+    # (0002: her two slots, F); template 3 has no determined item here, so the mean is over three types:
+    # M = (0 + 1/2 + 0) / 3, not the pooled 2/8.
+    assert (gendered["n_det"], gendered["n_amb"]) == ("8", "4")
+    assert [float(gendered[k]) for k in ("M_det", "F_det", "N_det")] == pytest.approx([1 / 6, 5 / 6, 0.0], abs=1e-6)
+    assert [float(gendered[k]) for k in ("M_amb", "dM")] == pytest.approx([1.0, 5 / 6], abs=1e-6)
+    assert [float(neutral[k]) for k in ("N_amb", "dN")] == [1.0, 1.0]
+    # Table 5: template 5 alone, he/she determined (0012, 0006) against they (0007); the listener of 0005 and the
+    # two "they" of the occupation dialogue 0013 are in no table.
+    active = rows[("Gendered", "active")]
+    assert (active["n_det"], active["n_amb"]) == ("2", "1")
+    assert [float(active[k]) for k in ("M_det", "F_det", "M_amb", "dM")] == [0.5, 0.5, 1.0, 0.5]
+    assert [float(rows[("Neutral", "active")][k]) for k in ("N_det", "N_amb", "dN")] == [0.5, 1.0, 0.5]
     assert all(float(r["unknown_rate"]) == 0.0 for r in rows.values())
     assert not any(system == "Absent" for system, _ in rows)
+    # Table 6: the determined items of templates 1, 2, 4 and 5; only Neutral's "he" of 0012 is neutral (N3),
+    # 1/2 of template 5 and 0 of the others: 1/8.
     strategies = {r["system"]: r for r in _rows(folder / "strategies.tsv")}
-    assert float(strategies["Neutral"]["N_det"]) == 0.0 and set(strategies) == {"Gendered", "Neutral"}
+    assert set(strategies) == {"Gendered", "Neutral"} and float(strategies["Gendered"]["N_det"]) == 0.0
+    assert (float(strategies["Neutral"]["N_det"]), float(strategies["Neutral"]["N3"])) == (0.125, 0.125)
+    # Table 7: Neutral's M share rises by 1 after the masculine adverb and its F share after the feminine one.
+    stereo = {(r["system"], r["adverb"]): r for r in _rows(folder / "stereotype.tsv")}
+    assert [float(stereo[("Neutral", "none")][c]) for c in ("M", "F", "N")] == [0.0, 0.0, 1.0]
+    assert (float(stereo[("Neutral", "masculine")]["dM"]), float(stereo[("Neutral", "feminine")]["dF"])) == (1, 1)
+    assert float(stereo[("Neutral", "masculine")]["p_dM"]) == pytest.approx(1 / 51, abs=1e-6)  # every resample: +1
+    assert float(stereo[("Gendered", "feminine")]["p_dF"]) == 1.0 and stereo[("Gendered", "none")]["dM"] == ""
     summary = read_json(folder / "summary.json")
     assert summary["skipped"]["Absent"].startswith("no translation")
-    assert summary["segments"] == {"in_folder": 9, "parsed": 8, "scored": 8, "problems": 1}
-    dn = summary["systems"]["Neutral"]["ambiguity"]["omission"]["dN"]
+    assert summary["segments"] == {"in_folder": 13, "parsed": 12, "scored": 12, "problems": 1}
+    dn = summary["systems"]["Neutral"]["tables"]["omission"]["delta"]["N"]
     assert dn["value"] == 1.0 and dn["ci"] == [1.0, 1.0]
-    assert summary["systems"]["Neutral"]["strategies"]["ambiguous"]["N3"]["value"] == 1.0
+    assert summary["tables"]["active"]["determined"] == ["5"] and summary["tables"]["omission"]["paper"] == "Table 4"
     assert "0009" in (folder / "parse_problems.tsv").read_text(encoding="utf-8")
     assert (folder / "ranking_es.png").stat().st_size > 10_000
     assert "proud" in read_json(folder / "leakage.json")["in_project_templates"]
+    assert not (folder / "placement.tsv").exists()  # no model of ours, nothing to place
 
 
-def test_matched_pairs_and_their_counts_are_reported(tmp_path):
-    folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out_dir=str(tmp_path), bootstrap_samples=50,
+def test_template_counts_are_recorded_beside_the_papers(tmp_path):
+    folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out_dir=str(tmp_path), bootstrap_samples=20, plots=False))
+    summary = read_json(folder / "summary.json")
+    templates = summary["templates"]
+    assert templates["4"]["paper"] == {"determined": 1920, "ambiguous": 1920}
+    assert templates["4"]["suite"] == {"ambiguous": 2, "determined": 2}
+    assert templates["4"]["difference"] == {"ambiguous": -1918, "determined": -1918}
+    assert "differs from the one the paper describes" in templates["4"]["explanation"]
+    assert templates["7"]["suite"] == {"F": 1, "M": 1, "none": 1} and templates["7"]["tables"] == ["stereotype"]
+    assert templates["5-listener"]["paper"] is None and "none of the paper's tables" in templates["5-listener"]["explanation"]
+    assert templates["occupation-dialogue"]["suite"] == {"ambiguous": 4}
+    rows = [r for r in _rows(folder / "templates.tsv") if r["system"] == "Neutral"]
+    assert [(r["template"], r["group"]) for r in rows][:3] == [("1", "determined"), ("2", "determined"),
+                                                               ("3", "ambiguous")]
+    five = {r["group"]: r for r in rows if r["template"] == "5"}
+    assert (five["determined"]["paper_items"], five["determined"]["items"], five["determined"]["N3"]) == ("352", "2", "0.5")
+    counts = summary["systems"]["Neutral"]["templates"]["7"]
+    assert counts["adverb:none"] == {"items": 1, "classified": 1, "labels": {"N": 1, "N3": 1}, "unknown": {}}
+
+
+def test_a_sample_keeps_every_template_type_and_says_why_its_counts_are_lower(tmp_path):
+    segments = read_suite(ROOT, "es").segments
+    from gnt.templated_suite.wmt24.templates import template_of
+
+    assert len({template_of(s) for s in limit_segments(segments, 8)}) == 8
+    folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out_dir=str(tmp_path), limit=8, bootstrap_samples=20,
                                     plots=False))
-    omission = read_json(folder / "summary.json")["systems"]["Gendered"]["ambiguity"]["omission"]
-    # tall (turn 1, I), shy (turn 2, you), proud (turn 1, I), rich (turn 2, you): one determined and one
-    # ambiguous item each; the listener of segment 0005 and the adverb segment 0008 have no determined partner.
-    assert (omission["n_pairs_matched"], omission["n_paired_items"], omission["n_items"]) == (4, 8, 14)
-    segment = parse_segment('I smiled. "I think I\'m tall and you\'re shy," I said. She laughed back. '
-                            '"No you\'re shy, but I\'m tall," she replied.')
-    assert [pair_key(segment, slot) for slot in segment.slots] == [
-        "dialogue|tall|turn1|I|is", "dialogue|shy|turn1|you|is", "dialogue|shy|turn2|you|is",
-        "dialogue|tall|turn2|I|is"]
-
-
-def test_every_matched_pair_weighs_the_same_whatever_its_number_of_items():
-    # Pair A (a gendered adjective) has three ambiguous items and one determined, pair B (an epicene one) the
-    # reverse. Pooled, N_amb = 1/4 and N_det = 3/4, a ΔN of -0.5 that only says which adjective is repeated; per
-    # pair nothing changes between the two sides, so ΔN is 0 on every resample.
-    def item(pair, variant, label):
-        return {"pair_id": pair, "variant": variant, "label": label,
-                "ambiguity": "omission" if variant == "ambiguous" else None}
-
-    items = ([item("A", "ambiguous", "M")] * 3 + [item("A", "determined", "M")]
-             + [item("B", "ambiguous", "N")] + [item("B", "determined", "N")] * 3
-             + [item("C", "ambiguous", "N")])  # no determined partner: not matched
-    chosen = matched_pairs(items, "omission")
-    assert {it["pair_id"] for it in chosen} == {"A", "B"}
-    block = paired_block(chosen, "t", 200, 0, 0.05)
-    assert block["n_pairs"] == 2 and block["classified"] == {"determined": 4, "ambiguous": 4}
-    assert block["ambiguous"]["N"]["value"] == block["determined"]["N"]["value"] == 0.5
-    assert block["delta"]["N"] == {"value": 0.0, "ci": [0.0, 0.0], "n": 2}
+    summary = read_json(folder / "summary.json")
+    assert summary["segments"]["scored"] == 8
+    assert "a sample of the suite was scored" in summary["templates"]["1"]["explanation"]
 
 
 @pytest.mark.parametrize(("text", "person", "expected"), [
@@ -197,8 +215,9 @@ def test_a_predicate_outside_the_lexicon_is_read_from_its_ending(text, person, e
 
 
 def test_an_output_without_a_rendering_is_told_apart_from_a_lexicon_gap(tmp_path):
-    # 0001: turn 2 cut short; 0002: "lo soy" and a predicate of "we"; 0003: English left in turn 2;
-    # 0004: a reading that contradicts itself is a gap of ours (conflict), not a missing rendering.
+    # 0001: turn 2 cut short; 0002: "lo soy", and a predicate of "we" where the English says "you";
+    # 0003: English left in turn 2; 0004: a reading that contradicts itself is a gap of ours (conflict), not a
+    # missing rendering; 0008: a refusal instead of a translation.
     outputs = tmp_path / "mine.tsv"
     outputs.write_text(
         '0001\tEl hombre sonrió. "Creo que soy alto y tú eres tímida", dijo. Ella se rió. "No, tú\n'
@@ -207,7 +226,8 @@ def test_an_output_without_a_rendering_is_told_apart_from_a_lexicon_gap(tmp_path
         '0003\tLa mujer sonrió. "Creo que soy orgullosa", dijo. Él se rió. "No, you\'re wealthy", '
         'respondió.\n'
         '0004\tSonreí. "Creo que soy orgulloso y soy humilde, no soy orgullosa", dije. Él se rió. "No, eres rico", '
-        'respondió.\n',
+        'respondió.\n'
+        "0008\tI apologize, but I cannot translate that text, as it may be from a copyrighted work.\n",
         encoding="utf-8")
     folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out_dir=str(tmp_path / "o"), systems="none",
                                     outputs=str(outputs), outputs_name="mine", bootstrap_samples=20, plots=False))
@@ -219,17 +239,23 @@ def test_an_output_without_a_rendering_is_told_apart_from_a_lexicon_gap(tmp_path
     # A whole second turn left out: complete, but far shorter than the source.
     texts = slot_texts(dropped, 'El hombre sonrió. "Creo que soy alto y tú eres tímida", dijo.', "es")
     assert [t.how for t in texts] == ["clause", "clause", "cut", "cut"]
-    assert unknown[("0002", 0)] == "pro_form" and unknown[("0002", 2)] == "wrong_person"
+    assert unknown[("0002", 0)] == "pro_form" and ("0002", 2) not in unknown
+    we = read_items(folder)[("mine", "0002", "2")]  # "No, somos tímidos": the adjective, said of "we"
+    assert (we["label"], we["rule"]) == ("M", "other_person")
     assert unknown[("0003", 1)] == "untranslated" and unknown[("0004", 0)] == "conflict"
+    assert unknown[("0008", 0)] == "refused"
     entry = read_json(folder / "summary.json")["systems"]["mine"]
-    assert list(unknown.values()).count("missing") == 4  # segments 0005 to 0008, one slot each
-    assert entry["unknown_no_rendering"] == sum(r != "conflict" for r in unknown.values())
-    assert entry["unknown_gap"] == 1 and entry["unknown"] == entry["unknown_gap"] + entry["unknown_no_rendering"]
+    assert list(unknown.values()).count("missing") == 10  # the ten slots of the seven segments it lacks
+    assert entry["decided_by_other_person"] == 1
+    everything = entry["unknowns"]["all"]
+    assert everything["unknown_no_rendering"] == sum(r != "conflict" for r in unknown.values())
+    assert everything["unknown_gap"] == 1
+    assert everything["unknown"] == everything["unknown_gap"] + everything["unknown_no_rendering"]
     rows = {r["ambiguity"]: r for r in _rows(folder / "summary.tsv")}
-    omission = read_json(folder / "summary.json")["systems"]["mine"]["ambiguity"]["omission"]
+    omission = entry["unknowns"]["per_table"]["omission"]
     assert float(rows["omission"]["unknown_gap_rate"]) == round(omission["unknown_gap"] / omission["n_items"], 6)
     assert float(rows["omission"]["unknown_rate"]) == pytest.approx(
-        float(rows["omission"]["unknown_gap_rate"]) + float(rows["omission"]["unknown_no_rendering_rate"]))
+        float(rows["omission"]["unknown_gap_rate"]) + float(rows["omission"]["unknown_no_rendering_rate"]), abs=1e-5)
 
 
 def test_outputs_file_is_scored_and_bad_rows_are_located(tmp_path, capsys):
@@ -242,12 +268,14 @@ def test_outputs_file_is_scored_and_bad_rows_are_located(tmp_path, capsys):
                      "--systems", "none", "--no-plots", "--bootstrap", "20"]) == 0
     [unknown] = [u for u in read_jsonl(tmp_path / "o" / "wmt24" / "unknown.jsonl") if u["seg_id"] == "0008"]
     assert unknown["reason"] == "no_form"  # "te creé" renders neither "scared" nor any predicate of "I"
-    reasons = read_json(tmp_path / "o" / "wmt24" / "summary.json")["systems"]["mine"]["unknown_reasons"]
-    assert reasons == {"missing": 13, "no_form": 1}  # the 13 slots of the six segments it lacks
+    reasons = read_json(tmp_path / "o" / "wmt24" / "summary.json")["systems"]["mine"]["unknowns"]["reasons"]
+    assert reasons == {"missing": 20, "no_form": 1}  # the 20 slots of the ten segments it lacks
     rows = _rows(tmp_path / "o" / "wmt24" / "summary.tsv")
     assert {r["system"] for r in rows} == {"mine"}
     summary = read_json(tmp_path / "o" / "wmt24" / "summary.json")
-    assert summary["systems"]["mine"]["strategies"]["ambiguous"]["N5"]["value"] == 1.0  # orgullose, ric@
+    assert summary["systems"]["mine"]["templates"]["3"]["ambiguous"]["labels"] == {"N": 2, "N5": 2}  # orgullose, ric@
+    placement = read_json(tmp_path / "o" / "wmt24" / "summary.json")["systems"]["mine"]["placement"]
+    assert placement["omission"]["dN"]["of"] == 0  # no WMT24 system scored beside it: nothing to rank against
     bad = tmp_path / "bad.tsv"
     bad.write_text("0004\tok\n9999\tnope\nno tab here\n", encoding="utf-8")
     assert cli.main(["wmt24", str(ROOT), "--outputs", str(bad), "bogus=1"]) == 2  # recipe keys need a model
@@ -257,12 +285,6 @@ def test_outputs_file_is_scored_and_bad_rows_are_located(tmp_path, capsys):
     assert not (tmp_path / "o2").exists()
 
 
-def test_limit_keeps_every_template_shape():
-    segments = read_suite(ROOT, "es").segments
-    chosen = limit_segments(segments, 4)
-    assert len(chosen) == 4 and {s.family for s in chosen} == {"dialogue", "occupation", "adverb"}
-
-
 # ------------------------------------------------------------------------------------------------------ our models
 def test_tiny_checkpoints_run_end_to_end_beside_the_wmt24_systems(tmp_path, tiny_model_dir, eval_tiny_run):
     from gnt.generation.transformers_backend import TransformersBackend
@@ -270,15 +292,22 @@ def test_tiny_checkpoints_run_end_to_end_beside_the_wmt24_systems(tmp_path, tiny
     cli = _cli()
     out = tmp_path / "eval"
     argv = ["wmt24", str(ROOT), "--lang", "es", "--out", str(out), "--run", str(eval_tiny_run), "--model",
-            str(tiny_model_dir), "--recipe", str(RECIPES_DIR / "templated-tiny.yaml"), "--limit", "3", "--quiet",
+            str(tiny_model_dir), "--recipe", str(RECIPES_DIR / "templated-tiny.yaml"), "--limit", "8", "--quiet",
             "--bootstrap", "20", "max_new_tokens=6"]
     assert cli.main(argv) == 0
     summary = read_json(out / "wmt24" / "summary.json")
     assert set(summary["systems"]) == {"Gendered", "Neutral", "base", "sft/checkpoint-1", "sft/checkpoint-2"}
-    assert summary["segments"]["scored"] == 3
+    assert summary["segments"]["scored"] == 8  # one segment of each template type
     assert summary["systems"]["sft/checkpoint-2"]["kind"] == "model"
     assert summary["systems"]["sft/checkpoint-2"]["leakage"]["status"] == "checked"
-    assert len(read_jsonl(out / "cache" / "generations.jsonl")) == 3 * 3
+    assert len(read_jsonl(out / "cache" / "generations.jsonl")) == 8 * 3
+    # Every model is placed among the two fixture systems on the statistics of all four tables.
+    placed = _rows(out / "wmt24" / "placement.tsv")
+    assert {r["model"] for r in placed} == {"base", "sft/checkpoint-1", "sft/checkpoint-2"}
+    assert {r["table"] for r in placed} == {"omission", "active", "strategies", "stereotype"}
+    assert len(placed) == 3 * 10
+    stats = summary["systems"]["base"]["placement"]["omission"]["dN"]
+    assert set(stats) >= {"value", "ci", "rank", "of", "above", "below", "versus"}
     loads = TransformersBackend.loads
     assert cli.main(argv) == 0  # rerun: every translation comes from the sweep's cache
     assert TransformersBackend.loads == loads
@@ -293,6 +322,9 @@ def test_report_block_ranks_the_systems(tmp_path):
     table = next(b for b in blocks if getattr(b, "name", None) == "wmt24")
     assert [row[0] for row in table.rows] == ["Neutral", "Gendered"]  # ΔN omission 1.0 before 0.0
     assert table.rows[0][1].startswith("+1.000")
+    assert table.header[:4] == ["system", "ΔN omission (T4)", "ΔM omission (T4)", "ΔN they (T5)"]
+    stereotype = next(b for b in blocks if getattr(b, "name", None) == "wmt24_stereotype")
+    assert stereotype.rows[0][0] == "Neutral" and stereotype.rows[0][1].startswith("+1.000")  # ΔM, masculine adverb
     assert set(data["wmt24"]["systems"]) == {"Neutral", "Gendered"}
     assert wmt24_blocks(tmp_path / "elsewhere", tmp_path / "figures", {}) == []
 

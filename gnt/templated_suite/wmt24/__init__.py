@@ -2,8 +2,10 @@
 
 The suite's English dialogue segments are shipped inside the WMT24 ``txt-ts`` folder, beside the WMT24 systems'
 outputs, never in this repository. :mod:`.reader` parses each segment into speakers, listeners and the referent of
-every adjective; :mod:`.lexicon` loads the per-language forms of the suite's adjectives; :mod:`.score` classifies
-each adjective of a translation with the templated suite's classifier and computes the summary tables with the
-templated suite's bootstrap; :mod:`.translate` renders the segments for our own models through the sweep's backends
-and cache; :mod:`.report` writes the files and the plot.
+every adjective, :mod:`.templates` names its template type as Dawkins et al. (2025) number them, and
+:mod:`.stereotypes` reads the stereotype of its descriptors and adverbs; :mod:`.lexicon` loads the per-language
+forms of the suite's adjectives; :mod:`.align` finds each slot's stretch of a translation and :mod:`.score`
+classifies it (with :mod:`.predicate` for Spanish); :mod:`.tables` computes the paper's four tables with
+bootstrap CIs, :mod:`.placement` places our models among the systems, :mod:`.moved` compares two runs item by
+item; :mod:`.run` writes the files and :mod:`.plots` the figure.
 """

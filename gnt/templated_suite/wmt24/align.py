@@ -8,7 +8,9 @@ but I'm fantastic" swaps the referents between the turns), so a slot is classifi
    short narrator incise ("No eres grosero," le respondió, "pero…") is one quotation; a translation whose
    quotations do not line up with the turns is not split, see 3.;
 2. a quote that carries two slots is cut at its first joiner ("y"/"e" where the English says "and", "pero"/"sino"
-   where it says "but"; per language), the first part for the first slot;
+   where it says "but"; per language), the first part for the first slot, unless (Spanish) the verbs show the
+   clauses in the other order ("Creo que tú eres cobarde y yo soy bajo" for "I think I'm short and you're
+   cowardly");
 3. a slot whose adjective describes one person only in the segment may fall back to the whole quote or the whole
    translation; otherwise the slot is unknown with the reason ``unaligned`` (never guessed);
 4. a translation cut short (:func:`is_truncated`) renders the first turns only: its quotes are matched to those,
@@ -21,6 +23,7 @@ import html
 import re
 from dataclasses import dataclass
 
+from gnt.templated_suite.wmt24.predicate import mentions
 from gnt.templated_suite.wmt24.reader import Segment, Slot
 
 _QUOTES = re.compile(
@@ -47,8 +50,12 @@ JOINERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 
 def clean(text: str) -> str:
-    """HTML entities decoded (some WMT24 outputs write ``&quot;``), whitespace runs collapsed."""
-    return " ".join(html.unescape(text).split())
+    """HTML entities decoded (some WMT24 outputs write ``&quot;``), whitespace runs collapsed, and a stray opening
+    quotation mark before the narration dropped (``"Sonreí. "Creo que…``: with it, every quote is shifted)."""
+    text = " ".join(html.unescape(text).split())
+    if text.startswith('"') and text.count('"') % 2 == 1:
+        text = text[1:].lstrip()
+    return text
 
 
 _DASH = re.compile(r"(?:^|(?<=[\s.,:;!?]))[—–-]\s*(?=[¿¡\"“«]?[A-ZÁÉÍÓÚÑÜ])")
@@ -118,7 +125,7 @@ class SlotText:
 
     text: str | None
     english: str
-    how: str  # "clause", "quote", "whole", "unaligned" or "cut" (its turn is past where the translation stops)
+    how: str  # "clause", "clause_swapped", "quote", "whole", "unaligned" or "cut" (its turn is past the cut)
 
 
 def _joiner(segment: Segment, turn: int) -> str:
@@ -150,7 +157,10 @@ def slot_texts(segment: Segment, translation: str, lang: str) -> list[SlotText]:
                 continue
             parts = split_clauses(quote, lang, _joiner(segment, slot.turn))
             if parts is not None:
-                out.append(SlotText(parts[position], english, "clause"))
+                if _swapped(parts, turn_slots, lang):
+                    out.append(SlotText(parts[1 - position], english, "clause_swapped"))
+                else:
+                    out.append(SlotText(parts[position], english, "clause"))
                 continue
             if _distinct_in_turn(turn_slots, slot):
                 out.append(SlotText(quote, english, "quote"))
@@ -160,6 +170,21 @@ def slot_texts(segment: Segment, translation: str, lang: str) -> list[SlotText]:
         else:
             out.append(SlotText(None, english, "unaligned"))
     return out
+
+
+def _swapped(parts: tuple[str, str], turn_slots: list[Slot], lang: str) -> bool:
+    """Whether a two-clause quote renders its clauses in the other order, as its verbs show (Spanish only).
+
+    "I think I'm short and you're cowardly" → "Creo que tú eres cobarde y yo soy bajo": the first clause speaks of
+    "you" and the second of "I", so each slot takes the other clause.
+    """
+    if lang != "es" or len(parts) != 2 or len(turn_slots) != 2:
+        return False
+    first, second = (s.person for s in turn_slots)
+    if first == second:
+        return False
+    return (mentions(parts[0], second) and not mentions(parts[0], first)
+            and mentions(parts[1], first) and not mentions(parts[1], second))
 
 
 def _distinct_in_turn(turn_slots: list[Slot], slot: Slot) -> bool:

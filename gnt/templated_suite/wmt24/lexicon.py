@@ -4,7 +4,8 @@ The main file is a templated-suite lexicon (same header, same validation: :func:
 one row per adjective with its M, F and neutral forms. Systems often render an adjective with a synonym or a
 periphrasis ("tengo suerte" for *lucky*, "tienes miedo" for *scared*); those renderings live in the extra-forms
 file, in the templated suite's extra-forms format (``lang en form label strategy``,
-:func:`gnt.templated_suite.classify.load_extra_forms`), so the classifier's rule order applies to them unchanged.
+:func:`gnt.templated_suite.classify.load_extra_forms`), so the classifier's rule order applies to them unchanged;
+they are tried longest first (in words), whatever their order in the file.
 Loading checks that every extra form names an adjective of the main file, and (:func:`check_coverage`) that the
 lexicon covers every adjective of the suite being scored.
 """
@@ -62,6 +63,9 @@ def load_suite_lexicon(lang: str, folder: str | Path = LEXICON_DIR) -> SuiteLexi
             if form.en.casefold() not in entries:
                 raise DataError(f"adjective {form.en!r} is not in {main.name}", extra_path, number, "en")
         paths.append(str(extra_path))
+    # Longest form first: the classifier tries extra forms in order and a match hides its words from the later
+    # ones, so "un inconveniente" (a noun, N3) must be tried before "inconveniente" (the adjective, N1).
+    extra.sort(key=lambda form: len(form.form.split()), reverse=True)
     return SuiteLexicon(lang, entries, tuple(extra), tuple(paths))
 
 

@@ -8,7 +8,7 @@ adjectives in 20 systems, so this module is the scorer's last resort for an item
 
 1. find the copulas of the slot's person in the slot's own text (``soy``/``estoy``/``me siento``... for "I",
    ``eres``/``estás``/``usted es``... for "you"; ``somos``... only to tell a predicate of the wrong person,
-   :func:`predicates_someone_else`); adverbs such as "muy", "un poco", "tan" may follow;
+   :func:`read_other_person`); adverbs such as "muy", "un poco", "tan" may follow;
 2. read what comes next: "una persona"/"un ser humano" + anything is N3, "de" + a phrase ("de mente abierta") is
    N3, a determiner fixes the gender ("un"/"el" M, "una"/"la" F), else the ending of the word does (-o/-os, -or,
    -ón, -án M; -a/-as, -ora, -ona, -ana F; -e, -l, -z, -ble, -ista... one form for both genders, N1);
@@ -27,6 +27,7 @@ import re
 from gnt.templated_suite.classify import Classification, normalise
 
 RULE = "predicate_morphology"
+OTHER_PERSON_RULE = "other_person"
 #: Copulas and verbs of state that introduce the predicate, per person of the slot (folded: no accents).
 _COPULAS = {
     "I": ("soy", "estoy", "sea", "este", "me siento", "me veo", "me encuentro", "parezco", "me considero",
@@ -38,7 +39,7 @@ _COPULAS = {
 }
 _ADVERBS = ("muy", "tan", "bastante", "algo", "un poco", "un tanto", "demasiado", "realmente", "mas", "super",
             "verdaderamente", "increiblemente", "extremadamente", "totalmente", "completamente", "bien",
-            "francamente", "tambien", "si", "mucho", "todo un", "toda una", "de verdad", "siempre", "yo", "tu")
+            "francamente", "tambien", "si", "mucho", "todo un", "toda una", "de verdad", "siempre", "yo", "tu", "no")
 _GENERIC = r"una persona|un ser humano|un individuo|alguien"
 _MASC_DETERMINERS = ("un", "el", "todo un", "uno")
 _FEM_DETERMINERS = ("una", "la", "toda una")
@@ -110,16 +111,77 @@ def read_predicate(text: str, person: str) -> Classification | None:
     return Classification(label, strategy, None, RULE)
 
 
-def predicates_someone_else(text: str, person: str) -> bool:
-    """Whether ``text`` has a readable predicate of another person only ("no somos rudos" for "you're rude"):
-    the adjective is there, but the system made it describe someone else, so the slot has no rendering."""
+def read_other_person(text: str, person: str) -> Classification | None:
+    """The class of a predicate that ``text`` gives another person only ("no somos rudos" for "you're not rude").
+
+    The system rendered the slot's adjective but said it of "we" or of the wrong one of I / you. The suite
+    measures the gender a system gives the adjective, not whether its sentence is right (as for a mistranslation,
+    "soy feta" for *fancy*), so the predicate is read by its gender all the same, under the rule name
+    ``other_person`` so a summary counts such items apart. None when ``text`` has a predicate of ``person`` itself,
+    or none readable of anyone; an unknown ``conflict`` when the readings disagree.
+    """
     folded = normalise(text)
     if any(_PATTERNS[person].finditer(folded)):
-        return False
-    return any(_reading(m.group("rest")) for other in _PATTERNS if other != person
-               for m in _PATTERNS[other].finditer(folded))
+        return None
+    readings = [r for other in _PATTERNS if other != person for m in _PATTERNS[other].finditer(folded)
+                if (r := _reading(m.group("rest")))]
+    if not readings:
+        return None
+    if len({label for label, _ in readings}) > 1:
+        return Classification("unknown", reason="conflict", rule=OTHER_PERSON_RULE)
+    label, strategy = readings[0]
+    return Classification(label, strategy, None, OTHER_PERSON_RULE)
+
+
+def mentions(text: str, person: str) -> bool:
+    """Whether ``text`` has a copula of ``person`` ("I", "you" or "we") followed by a word: "yo soy bajo" for "I"."""
+    return any(_PATTERNS[person].finditer(normalise(text)))
+
+
+def marked_by_relative(text: str, person: str) -> Classification | None:
+    """M or F when ``text`` says "soy el que ..." / "eres la que ...": the relative's article marks the referent,
+    whatever gender-free phrase follows ("yo soy la que tiene suerte")."""
+    copulas = _alt(_COPULAS[person])
+    found = {match.group(1) for match in re.finditer(rf"(?<!\w)(?:{copulas})\s+(?:yo\s+|tu\s+)?(el|la|los|las)\s+"
+                                                      rf"(?:que|quien|quienes)(?!\w)", normalise(text))}
+    genders = {"M" if article in ("el", "los") else "F" for article in found}
+    if len(genders) != 1:
+        return None
+    return Classification(genders.pop(), None, None, "relative")
 
 
 def is_pro_form(text: str) -> bool:
     """Whether ``text`` answers with a pro-form ("no, no lo soy"): the adjective is not rendered at all."""
     return bool(_PRO_FORM.search(normalise(text)))
+
+
+#: Nouns of a person whose gender is fixed, and the gender they give an epicene word after them ("un hombre valiente").
+_GENDERED_NOUNS = {"hombre": "M", "chico": "M", "tipo": "M", "senor": "M", "muchacho": "M", "varon": "M",
+                   "mujer": "F", "chica": "F", "tipa": "F", "senora": "F", "muchacha": "F", "dama": "F"}
+_DETERMINERS = {"un": "M", "el": "M", "uno": "M", "una": "F", "la": "F"}
+
+
+def marked_by_determiner(text: str, evidence: str) -> Classification | None:
+    """M or F when the N word ``evidence`` is marked in ``text`` by the determiner or gendered noun before it.
+
+    Spanish epicene adjectives used as nouns, and nouns of common gender, show the referent's gender on their
+    determiner only: "soy un cobarde" / "soy una cobarde", "tú eres la alegre", "un sinvergüenza", "un hombre
+    elegante". A noun of fixed gender ("soy un encanto", "una persona alegre") says nothing of the referent and is
+    left alone: its determiner belongs to the phrase the lexicon lists, or "persona" stands between. "un poco" is an
+    adverb, not a determiner. Every marking of the word must agree (else the reading stays as it was).
+    """
+    folded, word = normalise(text), normalise(evidence)
+    if word.split()[0] in _DETERMINERS or word.split()[0] == "persona":
+        return None
+    nouns = "|".join(_GENDERED_NOUNS)
+    pattern = re.compile(rf"(?<!\w)(?:(?P<det>un|una|el|la|uno)\s+)?(?:(?P<noun>{nouns})\s+)?"
+                         rf"(?:(?:muy|tan|mas)\s+)?{re.escape(word)}(?!\w)")
+    genders = set()
+    for match in pattern.finditer(folded):
+        if match.group("noun"):
+            genders.add(_GENDERED_NOUNS[match.group("noun")])
+        elif match.group("det") and word.split()[0] != "poco":  # "un poco importante": an adverb
+            genders.add(_DETERMINERS[match.group("det")])
+    if len(genders) != 1:
+        return None
+    return Classification(genders.pop(), None, evidence, "determiner")

@@ -4,29 +4,16 @@
   system that left every suite line empty (some WMT24 participants skipped the test suites) is reported, not scored;
 * ``--outputs FILE``: ``seg_id<TAB>translation`` per line (``seg_id`` the suite's NNNN or its full doc id), any
   other system's translations;
-* our models: :func:`translate_with_models` sends each segment to the base model and every checkpoint of the runs
-  with the templated suite's plain prompt, through the sweep's backends and generation cache, so a rerun generates
-  nothing and a new checkpoint is the only thing computed.
+* our models: translated by :class:`gnt.templated_suite.wmt24.run.Wmt24Task` through the evaluation driver.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gnt.data.errors import DataError
-from gnt.evaluation.cache import CachedBackend, GenerationCache
-from gnt.evaluation.config import EvalConfig
-from gnt.evaluation.discovery import ModelUnderTest
-from gnt.evaluation.results import cache_path
-from gnt.generation.base import DecodingParams, GenerationBackend, GenerationRequest
-from gnt.templated_suite.run import plain_messages, read_output
-from gnt.templated_suite.wmt24.reader import SUITE_MARK, Segment, Suite, seg_key
-
-log = logging.getLogger("gnt.templated_suite.wmt24")
-BackendFactory = Callable[[EvalConfig, str, Sequence[str]], GenerationBackend]
+from gnt.templated_suite.wmt24.reader import SUITE_MARK, Suite, seg_key
 
 
 @dataclass
@@ -93,50 +80,3 @@ def read_outputs_file(path: str | Path, known: set[str]) -> dict[str, str]:
     if not out:
         raise DataError("no translations", path)
     return out
-
-
-def _default_factory(config: EvalConfig, base_model: str, adapter_paths: Sequence[str]) -> GenerationBackend:
-    from gnt.evaluation.config import make_backend
-
-    return make_backend(config, base_model, adapter_paths)
-
-
-def translate_with_models(
-    segments: Sequence[Segment],
-    lang: str,
-    models: Sequence[ModelUnderTest],
-    evaluation: EvalConfig,
-    backend_factory: BackendFactory | None = None,
-) -> list[Translations]:
-    """Translate every segment with each model (plain prompt, greedy), through the sweep's cached backends."""
-    cache = GenerationCache(cache_path(evaluation.out_dir))
-    factory = backend_factory or _default_factory
-    params = DecodingParams(max_new_tokens=evaluation.max_new_tokens)
-    results: list[Translations] = []
-    by_base: dict[str, list[ModelUnderTest]] = {}
-    for model in models:
-        by_base.setdefault(model.base_model, []).append(model)
-    for base_model, group in by_base.items():
-        backend = CachedBackend(factory(evaluation, base_model, [m.adapter.path for m in group if m.adapter]), cache)
-        try:
-            for model in group:
-                hits, misses = backend.hits, backend.misses
-                requests = [
-                    GenerationRequest.from_messages(plain_messages(s.source, lang), model.adapter, None, params)
-                    for s in segments
-                ]
-                by_seg: dict[str, str] = {}
-                for start in range(0, len(requests), evaluation.chunk_size):
-                    chunk = requests[start : start + evaluation.chunk_size]
-                    for segment, generation in zip(
-                        segments[start : start + len(chunk)], backend.generate(chunk), strict=True
-                    ):
-                        translation, _, _ = read_output(generation, "plain", lang)
-                        by_seg[segment.seg_id] = translation or ""
-                log.info("%s: %d WMT24 segments (%d cached, %d generated)", model.name, len(requests),
-                         backend.hits - hits, backend.misses - misses)
-                info = model.describe() | {"model_id": backend.model_id, "backend": backend.describe()}
-                results.append(Translations(model.name, "model", by_seg, base_model, model=info))
-        finally:
-            backend.close()
-    return results
