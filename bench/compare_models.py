@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> dict:
         seconds[f"{name}_sft"] = _run([python, "train/sft.py", MODELS[name].sft, f"data_dir={data}",
                                        f"output_dir={run}", *SFT_BUDGET])
         results = out / "eval" / name
-        seconds[f"{name}_eval"] = _run([python, "eval/evaluate.py", MODELS[name].eval, f"run={run}",
-                                        f"out={results}", *EVAL])
+        seconds[f"{name}_eval"] = _run([python, "eval/evaluate.py", MODELS[name].eval, f"runs={run}",
+                                        f"out_dir={results}", *EVAL])
         summary = read_json(results / "summary.json")
         trained = summary["models"][-1]["name"]
         models[name] = {"base": _figures(results / "base"), "trained": _figures(results / trained),

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.out or ROOT / "outputs" / f"bench-quality-{args.budget}")
     if not args.reuse:
-        command = [sys.executable, "scripts/demo.py", "model=gemma", f"out={out}", *BUDGETS[args.budget]]
+        command = [sys.executable, "scripts/demo.py", "model=gemma", f"out_dir={out}", *BUDGETS[args.budget]]
         print("$ " + " ".join(command), flush=True)
         subprocess.run(command, cwd=ROOT, check=True)
     results = out / "eval"

@@ -99,10 +99,10 @@ def child(out_dir: str, adapters: list[str], rows_per_lang: int) -> None:
     import xgrammar  # noqa: F401
     from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
 
-    from gnt.evaluation.config import load_eval_config
     from gnt.evaluation.results import load_summary
     from gnt.evaluation.sweep import run_sweep
     from gnt.generation.transformers_backend import TransformersBackend
+    from gnt.pipeline import load_eval_config
 
     config = load_eval_config(
         EVAL_RECIPE, [("include_base", False), ("progress", False), ("rows_per_lang", rows_per_lang)],

@@ -46,6 +46,14 @@ def read_json(path: str | Path) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
+def read_json_or_none(path: str | Path) -> Any:
+    """A JSON file's content, or None when it is missing or unreadable (a check of whether a step is complete)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def write_jsonl(path: str | Path, records: Iterable[dict]) -> int:
     """Write JSON lines atomically; returns the number of records."""
     lines = [json.dumps(r, ensure_ascii=False) for r in records]

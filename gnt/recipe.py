@@ -5,7 +5,9 @@ A recipe uses the field names of the dataclasses that consume it (TRL's ``SFTCon
 module adds over ``TrlParser``:
 
 - the recipe is a **positional** argument (``train/sft.py recipes/qwen.yaml``), and overrides are accepted both as
-  ``--key value`` / ``--key=value`` and as ``key=value`` (LLaMA-Factory style);
+  ``--key value`` / ``--key=value`` and as ``key=value`` (LLaMA-Factory style; the command line is read by
+  :mod:`gnt.cli.command`, this module resolves what it read);
+- an old spelling of a key (:mod:`gnt.deprecated`) is accepted where its new key is a key, with one warning;
 - an unknown key fails at once, naming the closest valid keys, instead of after a model has loaded;
 - malformed YAML, duplicate keys and values of the wrong type are reported with the file and line;
 - values are coerced by the field's type (so ``1e-4`` is a float even though YAML 1.1 reads it as a string).
@@ -21,10 +23,9 @@ import difflib
 import enum
 import functools
 import json
-import logging
 import types
 import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from typing import Any
 import yaml
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
-log = logging.getLogger("gnt.recipe")
+from gnt.deprecated import Deprecated, key_renames, warn_once
 
 EXIT_USAGE = 2
 """Exit status of every user-input error (recipe, data, adapter, capability), as argparse uses for bad usage."""
@@ -73,25 +74,18 @@ class RecipeSchema:
     description: str = ""
     """What the valid keys are, appended to unknown-key errors; by default the owning classes' names."""
 
-    renamed: dict[str, str] = field(default_factory=dict)
-    """Aliases that deserve a word to the user (a key renamed because it had two meanings): alias → message."""
+    renamed: dict[str, Deprecated] = field(default_factory=dict)
+    """The old spellings among the aliases, with their row of :mod:`gnt.deprecated` (each warns once when used)."""
 
     @classmethod
     def from_dataclasses(cls, classes: Sequence[type], **kwargs: Any) -> RecipeSchema:
         """Collect the init fields of ``classes``; a name claimed by several classes keeps its first owner.
 
-        A class may carry ``RECIPE_RENAMED = {old: (new, why)}`` (a ClassVar): the old spelling is accepted as an
-        alias wherever the class is part of a recipe, and ``why`` is logged as a warning when it is used. Declaring it on the class
-        keeps every recipe kind that composes the class in step.
+        Every old spelling of :mod:`gnt.deprecated` whose new key is among the fields becomes an alias, so each
+        recipe kind that has a key accepts its old names too.
         """
         keys: dict[str, KeySpec] = {}
-        aliases: dict[str, str] = {}
-        renamed: dict[str, str] = {}
         for klass in classes:
-            for base in klass.__mro__:  # a subclass's renames win over those of the groups it is made of
-                for old, (new, why) in vars(base).get("RECIPE_RENAMED", {}).items():
-                    aliases.setdefault(old, new)
-                    renamed.setdefault(old, f"'{old}' is now '{new}': {why}")
             hints = typing.get_type_hints(klass, include_extras=True)
             for f in dataclasses.fields(klass):
                 if not f.init or f.name.startswith("_") or f.name in keys:
@@ -106,9 +100,16 @@ class RecipeSchema:
                     tuple(choices) if choices else None, str(f.metadata.get("help", "")),
                 )
         kwargs.setdefault("description", f"Recipe keys are the fields of {', '.join(k.__name__ for k in classes)}.")
-        kwargs["aliases"] = {**aliases, **kwargs.get("aliases", {})}
+        renamed = key_renames(keys)
+        kwargs["aliases"] = {**{old: entry.new for old, entry in renamed.items()}, **kwargs.get("aliases", {})}
         kwargs["renamed"] = {**renamed, **kwargs.get("renamed", {})}
         return cls(keys, **kwargs)
+
+    def subset(self, keep: Callable[[KeySpec], bool]) -> RecipeSchema:
+        """The keys ``keep`` accepts, with the aliases that name them (a help section, a step's keys)."""
+        keys = {name: spec for name, spec in self.keys.items() if keep(spec)}
+        return RecipeSchema(keys, {a: k for a, k in self.aliases.items() if k in keys}, dict(self.elsewhere),
+                            self.description, {a: r for a, r in self.renamed.items() if r.new in keys})
 
     def closest(self, key: str, n: int = 5) -> list[str]:
         """The valid keys closest to a misspelt one (difflib ratio, then substring matches)."""
@@ -317,83 +318,6 @@ def load_yaml_mapping(path: str | Path) -> tuple[dict[str, Any], dict[str, int]]
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Command line: positional recipe + overrides
-# ------------------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class CommandLine:
-    """What a training entry point was asked: recipe file, ordered overrides and flags."""
-
-    recipe: str | None
-    overrides: list[tuple[str, Any]] = field(default_factory=list)
-    dry_run: bool = False
-    help: bool = False
-
-
-FLAGS = {"--dry-run": "dry_run", "--dry_run": "dry_run", "--help": "help", "-h": "help"}
-
-
-def parse_command_line(argv: Sequence[str]) -> CommandLine:
-    """Split ``argv`` into the recipe path and overrides.
-
-    Accepted forms: ``--key value``, ``--key=value``, ``key=value``, ``--key v1 v2`` (a list) and a bare ``--flag``
-    (true). ``--config recipe.yaml`` is accepted too, for users coming from TrlParser.
-    """
-    cli = CommandLine(recipe=None)
-    tokens = list(argv)
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        i += 1
-        if token in FLAGS:
-            setattr(cli, FLAGS[token], True)
-            continue
-        if token.startswith("--"):
-            body = token[2:]
-            if "=" in body:
-                key, value = body.split("=", 1)
-            else:
-                key, values = body, []
-                while i < len(tokens) and not tokens[i].startswith("--") and not _is_assignment(tokens[i]):
-                    values.append(tokens[i])
-                    i += 1
-                value = True if not values else values[0] if len(values) == 1 else values
-            if key == "config" and cli.recipe is None and isinstance(value, str):
-                cli.recipe = value
-                continue
-            cli.overrides.append((key, value))
-        elif _is_assignment(token):
-            key, value = token.split("=", 1)
-            cli.overrides.append((key, value))
-        elif cli.recipe is None:
-            cli.recipe = token
-        else:
-            raise RecipeError(
-                f"unexpected argument '{token}': give one recipe file, then overrides as --key value or key=value"
-            )
-    return cli
-
-
-def normalize_overrides(overrides: Iterable[Any]) -> list[tuple[str, Any]]:
-    """Overrides given as CLI strings (``["lr=1e-4", "--max_steps", "4"]``) or as ``(key, value)`` pairs."""
-    items = list(overrides)
-    if items and all(isinstance(o, tuple) for o in items):
-        return [(str(k), v) for k, v in items]
-    cli = parse_command_line([str(o) for o in items])
-    if cli.recipe is not None:
-        raise RecipeError(f"unexpected argument '{cli.recipe}' among overrides: write key=value or --key value")
-    return cli.overrides
-
-
-def _is_assignment(token: str) -> bool:
-    if "=" not in token or token.startswith("-"):
-        return False
-    key = token.split("=", 1)[0]
-    return key.replace("_", "").replace("-", "").replace(".", "").isalnum()
-
-
-# ------------------------------------------------------------------------------------------------------------------
 # Resolution
 # ------------------------------------------------------------------------------------------------------------------
 
@@ -407,7 +331,7 @@ class ResolvedRecipe:
     sources: dict[str, str]
     overrides: list[str]
     notes: list[str] = field(default_factory=list)
-    """Old key spellings that were accepted and renamed, with what to write instead (also logged as warnings)."""
+    """Old key spellings that were accepted and renamed, with what to write instead (each warns once)."""
 
     @property
     def name(self) -> str:
@@ -435,8 +359,7 @@ def resolve_recipe(
     def canonical(raw_key: str, where: str) -> str:
         old = raw_key.replace("-", "_")
         if old in schema.renamed:
-            notes.append(f"{where}: {schema.renamed[old]}")
-            log.warning("%s", notes[-1])
+            notes.append(warn_once(schema.renamed[old], where))
         return schema.canonical(raw_key, where)
 
     for key, value in (defaults or {}).items():
@@ -457,6 +380,24 @@ def resolve_recipe(
         sources[key] = "override"
         applied.append(f"{key}={value if not isinstance(value, list) else ','.join(map(str, value))}")
     return ResolvedRecipe(str(path) if path is not None else None, values, sources, applied, notes)
+
+
+def construct(klass: type, values: Mapping[str, Any], **fixed: Any) -> Any:
+    """``klass(**values)`` with only its own fields taken, and lists turned into tuples where the field is a tuple
+    (recipes give lists; the configs keep tuples so they stay hashable and are saved as in code)."""
+    hints = typing.get_type_hints(klass)
+    kwargs = {}
+    for f in dataclasses.fields(klass):
+        if f.name not in values or not f.init:
+            continue
+        value = values[f.name]
+        origin = typing.get_origin(hints.get(f.name))
+        if isinstance(value, list) and (origin is tuple or any(
+                typing.get_origin(arg) is tuple for arg in typing.get_args(hints.get(f.name)))):
+            value = tuple(value)
+        kwargs[f.name] = value
+    kwargs.update(fixed)
+    return klass(**kwargs)
 
 
 def split_by_owner(recipe: ResolvedRecipe, schema: RecipeSchema) -> dict[str, dict[str, Any]]:

@@ -260,7 +260,7 @@ class XcometRow(TypedDict):
 
 
 class XcometSummary(Sections[XcometStats], total=False):
-    """xcomet_summary.json: system means, per-cell means and metric-shaped blocks (gnt.comet.scorer)."""
+    """xcomet_summary.json: system means, per-cell means and metric-shaped blocks (gnt.comet.summary)."""
 
     format: str  # XCOMET_SUMMARY_FORMAT
     n: int

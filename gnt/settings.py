@@ -13,8 +13,8 @@ recipe schema (:mod:`gnt.recipe`) reads fields the same way from both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, Literal
+from dataclasses import dataclass, field, fields
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator
 
@@ -45,6 +45,20 @@ SYSTEM_ROLE_HELP = (
 )
 
 
+DTYPE_HELP = "weights dtype (float32, bfloat16, float16; or bf16, fp32, fp16); auto: bfloat16 on a GPU, else float32"
+"""The one meaning of a ``dtype`` key: the dtype a model's weights are loaded in (generation, attribution)."""
+DTYPE_NAMES = {"bf16": "bfloat16", "fp32": "float32", "fp16": "float16", "fp64": "float64"}
+DTYPES = ("auto", "float32", "bfloat16", "float16", "float64")
+
+
+def dtype_name(value: str) -> str:
+    """A ``dtype`` value in torch's spelling (``bf16`` → ``bfloat16``); RecipeError for one that is none."""
+    name = DTYPE_NAMES.get(value, value)
+    if name not in DTYPES:
+        raise RecipeError(f"dtype: {value!r} is not one of {', '.join(DTYPES)} (or {', '.join(DTYPE_NAMES)})")
+    return name
+
+
 def system_role_value(value: Any) -> str:
     """A ``system_role`` value in the one vocabulary (for configs built in code rather than from a recipe)."""
     value = _system_role(value)
@@ -69,12 +83,8 @@ class BackendSettings:
     the recipe record but have no effect, so one recipe can switch ``backend`` without being rewritten.
     """
 
-    RECIPE_RENAMED: ClassVar[dict[str, tuple[str, str]]] = {
-        "http_max_retries": ("http_retries", "the HTTP retries have one name in every recipe"),
-    }
-
     backend: BackendKind = field(default="transformers", metadata={"help": "transformers, vllm or http"})
-    dtype: str = field(default="auto", metadata={"help": "weights dtype; auto: the model's (bfloat16 on vLLM)"})
+    dtype: str = field(default="auto", metadata={"help": DTYPE_HELP})
     device: str = field(default="auto", metadata={"help": "transformers: cpu, cuda, cuda:N or auto"})
     batch_size: int = field(default=16, metadata={"help": "transformers: sequences generated together"})
     trust_remote_code: bool = field(default=False, metadata={
@@ -101,6 +111,7 @@ class BackendSettings:
 
     def validate_backend(self, *, needs_server: bool = True) -> None:
         """Cross-key checks of the backend keys; ``needs_server`` is False where no backend will be built."""
+        self.dtype = dtype_name(self.dtype)
         if needs_server and self.backend == "http" and not self.base_url:
             raise RecipeError("backend http needs base_url (e.g. http://localhost:8000/v1)")
         check_positive(self, "batch_size", "tensor_parallel_size", "max_loras", "concurrency", "cpu_threads")
@@ -133,6 +144,11 @@ class BootstrapSettings:
         check_positive(self, "bootstrap_samples")
         if not 0 < self.alpha < 1:
             raise RecipeError(f"alpha must be between 0 and 1 (got {self.alpha})")
+
+
+def bootstrap_of(config: object) -> dict[str, object]:
+    """The bootstrap keys of any config that has them (a step's settings default to the evaluation recipe's)."""
+    return {f.name: getattr(config, f.name) for f in fields(BootstrapSettings) if hasattr(config, f.name)}
 
 
 @dataclass

@@ -5,12 +5,13 @@ templated suite → attribution → report, + eval metrics logged into the train
     python scripts/demo.py                   # Gemma 3 270M (a real multilingual model, offline), en-it + en-es
     python scripts/demo.py model=smollm      # SmolLM2-135M-Instruct (English-first: does not translate)
     python scripts/demo.py model=tiny        # the tiny offline random Qwen2: every code path in about 3 minutes
-    python scripts/demo.py out=outputs/my-demo steps=data,sft
+    python scripts/demo.py out_dir=outputs/my-demo steps=data,sft
     python scripts/demo.py sft.max_steps=48 eval.rows_per_lang=null    # a longer budget: STEP.KEY=VALUE
     python scripts/demo.py model=tiny dry_run=true                     # print the commands only
 
 The demo follows the project's one command line (``key=value``, ``--key value`` as a synonym, so ``--model tiny``
-works too); a recipe override for one step is ``STEP.KEY=VALUE`` (the old ``--set STEP:KEY=VALUE`` still works).
+works too); a recipe override for one step is ``STEP.KEY=VALUE`` (the old ``--set STEP:KEY=VALUE`` still works, with
+a warning).
 
 The evaluation is one command, ``eval/evaluate.py`` on the profile's evaluation recipe (recipes/eval-tiny.yaml,
 recipes/eval-gemma270m.yaml), whose ``steps`` and their settings say what runs after the sweep; ``--steps`` picks a
@@ -29,10 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from gnt.cli.convention import Command, construct, run_help, schema_of
+from gnt.cli.command import Call, Command
 from gnt.filenames import REPORT_HTML, REPORT_MARKDOWN
 from gnt.io import write_json
-from gnt.recipe import EXIT_USAGE, RecipeError
 from gnt.records import environment_record
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,7 +41,7 @@ DEMO_RECORD = "demo_record.json"
 TRAINING_STEPS = ("data", "sft", "dpo")
 EVAL_STEPS = {"eval": "grid", "judge": "judge", "templated": "templated", "attribution": "attribution",
               "report": "report"}
-"""The demo's evaluation step names and the pipeline steps (gnt/evaluation/steps.py) they are."""
+"""The demo's evaluation step names and the pipeline steps (gnt/pipeline/keys.py) they are."""
 STEPS = (*TRAINING_STEPS, *EVAL_STEPS)
 
 
@@ -66,14 +66,18 @@ MODELS = {
         "recipes/gemma270m.yaml", "recipes/gemma270m-dpo.yaml", "recipes/eval-gemma270m.yaml",
     ),
     "smollm": DemoProfile(
-        ("--langs", "it,es", "--train-configs", "None,S", "--train-shots", "0", "--templated-pairs", "600"),
+        ("langs=it,es", "train_configs=None,S", "train_shots=0", "templated_pairs=600"),
         "recipes/smollm.yaml", "recipes/smollm-dpo.yaml", "recipes/eval-smollm.yaml",
     ),
     "tiny": DemoProfile(
-        ("--templated-pairs", "400"), "recipes/tiny.yaml", "recipes/tiny-dpo.yaml", "recipes/eval-tiny.yaml",
+        ("templated_pairs=400",), "recipes/tiny.yaml", "recipes/tiny-dpo.yaml", "recipes/eval-tiny.yaml",
     ),
 }
 OVERRIDE_STEPS = ("sft", "dpo", *EVAL_STEPS)
+
+
+def _step(name: str) -> dict:
+    return field(default_factory=dict, metadata={"help": f"keys of the {name} step's recipe: {name}.KEY=VALUE"})
 
 
 @dataclass
@@ -83,57 +87,32 @@ class DemoOptions:
     model: Literal["gemma", "smollm", "tiny"] = field(default="gemma", metadata={
         "help": "gemma: Gemma 3 270M (base), en-it + en-es; smollm: SmolLM2-135M-Instruct (writes fluent text that "
                 "does not translate); tiny: the offline random Qwen2 (every code path)"})
-    out: str | None = field(default=None, metadata={"help": "demo root (null: outputs/demo-<model>)"})
+    out_dir: str | None = field(default=None, metadata={"help": "demo root (null: outputs/demo-<model>)"})
     steps: list[Literal[STEPS]] = field(default_factory=lambda: list(STEPS), metadata={  # type: ignore[valid-type]
         "help": f"the steps to run, a subset of {','.join(STEPS)}"})
     dry_run: bool = field(default=False, metadata={"help": "print the commands without running them"})
+    sft: dict = _step("sft")
+    dpo: dict = _step("dpo")
+    eval: dict = _step("eval")
+    judge: dict = _step("judge")
+    templated: dict = _step("templated")
+    attribution: dict = _step("attribution")
+    report: dict = _step("report")
 
 
-COMMAND = Command(
-    script="scripts/demo.py",
-    summary=__doc__ or "",
-    schema=schema_of([DemoOptions]),
-    recipe=None,
-    pass_on=f"STEP.KEY=VALUE overrides a key of one step's recipe (STEP one of {', '.join(OVERRIDE_STEPS)})",
-)
-
-
-def split_step_overrides(argv: list[str]) -> tuple[list[str], dict[str, list[str]]]:
-    """The demo's own words, and the ``STEP.KEY=VALUE`` / ``--set STEP:KEY=VALUE`` overrides of each step."""
-    own: list[str] = []
-    overrides: dict[str, list[str]] = {step: [] for step in OVERRIDE_STEPS}
-    words = iter(argv)
-    for word in words:
-        if word == "--set":
-            word = next(words, "")
-            step, _, assignment = word.partition(":")
-        elif word.startswith("--set="):
-            step, _, assignment = word[len("--set="):].partition(":")
-        elif word == "--dry-run":  # the recipe parser reserves the flag; here it is the dry_run key
-            own.append("dry_run=true")
-            continue
-        else:
-            head, equals, _ = word.partition("=")
-            step, dot, key = head.partition(".")
-            if not (equals and dot and not word.startswith("-")):
-                own.append(word)
-                continue
-            assignment = word[len(step) + 1:]
-        if step not in overrides or "=" not in assignment:
-            raise RecipeError(f"{word!r}: a step override is STEP.KEY=VALUE with STEP one of {', '.join(OVERRIDE_STEPS)}")
-        overrides[step].append(assignment)
-    return own, overrides
-
-
-def eval_arguments(steps: list[str], overrides: dict[str, list[str]]) -> list[str]:
+def eval_arguments(steps: list[str], options: DemoOptions) -> list[str]:
     """The ``key=value`` words of the evaluation command: the selected pipeline steps (none: the recipe's all) and
-    each --set, as a top-level key (``eval:``) or a setting of its step (``templated:k=v`` → ``templated.k=v``)."""
+    each step override, as a top-level key (``eval.KEY``) or a setting of its step (``templated.KEY``)."""
     chosen = [pipeline for demo, pipeline in EVAL_STEPS.items() if demo in steps]
     words = [] if len(chosen) == len(EVAL_STEPS) else [f"steps={','.join(chosen)}"]
-    for step, assignments in overrides.items():
-        if step in EVAL_STEPS:
-            words += assignments if step == "eval" else [f"{EVAL_STEPS[step]}.{a}" for a in assignments]
+    for step, pipeline in EVAL_STEPS.items():
+        for key, value in getattr(options, step).items():
+            words.append(f"{key}={value}" if step == "eval" else f"{pipeline}.{key}={value}")
     return words
+
+
+def _assignments(overrides: dict) -> list[str]:
+    return [f"{key}={value}" for key, value in overrides.items()]
 
 
 @dataclass
@@ -170,44 +149,32 @@ def run(command: list[str], title: str, dry_run: bool = False) -> StepCost:
     return StepCost(round(seconds, 1), peak)
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        own, overrides = split_step_overrides(list(sys.argv[1:] if argv is None else argv))
-        invocation = COMMAND.parse(own)
-        if run_help(COMMAND, invocation):
-            return 0
-        if invocation.passed_on:
-            names = ", ".join(key for key, _ in invocation.passed_on)
-            raise RecipeError(f"unknown key(s) {names}: the demo's keys are {', '.join(COMMAND.schema.keys)}; "
-                              f"a step's key is STEP.KEY=VALUE (STEP one of {', '.join(OVERRIDE_STEPS)})")
-        args = construct(DemoOptions, COMMAND.resolve(invocation))
-    except RecipeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+def _run(call: Call) -> int:
+    args = call.build(DemoOptions)
     steps = list(args.steps)
-    out = Path(args.out or f"outputs/demo-{args.model}")
+    out = Path(args.out_dir or f"outputs/demo-{args.model}")
     data, sft, dpo, results = out / "data", out / "runs" / "sft", out / "runs" / "dpo", out / "eval"
     profile = MODELS[args.model]
     py = sys.executable
     timings: dict[str, StepCost] = {}
 
     if "data" in steps:
-        timings["data"] = run([py, "data/build.py", "--out", str(data), *profile.build], "build data", args.dry_run)
+        timings["data"] = run([py, "data/build.py", f"out_dir={data}", *profile.build], "build data", args.dry_run)
     if "sft" in steps:
         timings["sft"] = run(
-            [py, "train/sft.py", profile.sft, f"data_dir={data}", f"output_dir={sft}", *overrides["sft"]],
+            [py, "train/sft.py", profile.sft, f"data_dir={data}", f"output_dir={sft}", *_assignments(args.sft)],
             "SFT (LoRA)", args.dry_run,
         )
     if "dpo" in steps:
         timings["dpo"] = run(
             [py, "train/dpo.py", profile.dpo, f"data_dir={data}", f"sft_adapter={sft}", f"output_dir={dpo}",
-             *overrides["dpo"]],
+             *_assignments(args.dpo)],
             "DPO (reference = the SFT adapter)", args.dry_run,
         )
     if any(step in EVAL_STEPS for step in steps):
         timings["evaluation"] = run(
-            [py, "eval/evaluate.py", profile.eval, f"run={sft}", f"run={dpo}", f"out={results}",
-             *eval_arguments(steps, overrides)],
+            [py, "eval/evaluate.py", profile.eval, f"runs={sft},{dpo}", f"out_dir={results}",
+             *eval_arguments(steps, args)],
             f"evaluation: the steps of {profile.eval} over the base model and every checkpoint", args.dry_run,
         )
     if args.dry_run:
@@ -230,6 +197,17 @@ def main(argv: list[str] | None = None) -> int:
     if report.exists():
         print(f"  report:   {report.resolve()}  (and {REPORT_MARKDOWN} beside it)")
     return 0
+
+
+COMMAND = Command(
+    name="demo", script="scripts/demo.py", line="the demo chain", settings=lambda: (DemoOptions,), run=_run,
+    summary=__doc__ or "", recipe=None,
+    description=f"A step's key is STEP.KEY=VALUE (STEP one of {', '.join(OVERRIDE_STEPS)}).",
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
 
 
 if __name__ == "__main__":

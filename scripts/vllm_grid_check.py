@@ -55,14 +55,14 @@ def main(argv: list[str] | None = None) -> int:
     make_run = _tests_helper("_eval_helpers").make_run  # the run builder the tests use: checkpoints as in CI
 
     from gnt.data.build import BuildConfig, build_dataset
-    from gnt.evaluation.config import load_eval_config
+    from gnt.evaluation.config import make_backend
     from gnt.evaluation.results import load_generations, load_summary
     from gnt.evaluation.sweep import run_sweep
     from gnt.generation.base import Constraint, DecodingParams, GenerationRequest
-    from gnt.generation.factory import make_backend
     from gnt.io import read_json, write_json
     from gnt.output_format import output_regex
     from gnt.paths import RECIPES_DIR
+    from gnt.pipeline import load_eval_config
 
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -121,12 +121,13 @@ def make_results(
                                 "n_judged": len(judgments), "n_judge_errors": 0,
                                 "agreement_lexical": {"n": 10, "agreement": 0.9, "kappa": 0.8}}
         if xcomet:
-            from gnt.comet.scorer import merge_into_metrics, summarize
+            from gnt.comet.summary import merge_into_metrics, summarize
+            from gnt.settings import BootstrapSettings
 
             scored = [{"key": r["key"], "lang": r["lang"], "id": r["id"], "cell": r["cell"], "set": r["set"],
                        "score_matching": 0.0 if r["error"] else 0.5 + 0.1 * index + (0.05 if r["set"] == "Set-N" else 0),
                        "score_ref_g": 0.0 if r["error"] else 0.6, "failure": r["error"]} for r in records]
-            xsummary = summarize(scored, n_boot=100)
+            xsummary = summarize(scored, BootstrapSettings(bootstrap_samples=100))
             merge_into_metrics(metrics, xsummary)
             write_jsonl(out / name / "xcomet.jsonl", scored)
             write_json(out / name / "xcomet_summary.json", xsummary)

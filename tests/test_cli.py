@@ -41,8 +41,8 @@ def test_help_lists_every_subcommand_with_one_line() -> None:
     for name in EXPECTED:
         described = [line for line in lines if line.split()[:1] == [name]]
         assert len(described) == 1 and len(described[0].split()) > 2, (name, done.stdout)
-    assert (PROJECT_ROOT / COMMANDS["eval"][1]).is_file()  # each names the script it stands for
-    assert all((PROJECT_ROOT / script).is_file() for _, script, _ in COMMANDS.values())
+    assert (PROJECT_ROOT / COMMANDS["eval"].script).is_file()  # each names the script it stands for
+    assert all((PROJECT_ROOT / command.script).is_file() for command in COMMANDS.values())
 
 
 def test_unknown_subcommand_is_a_usage_error_with_the_closest_name() -> None:
@@ -93,10 +93,10 @@ def _commands(tmp_path: Path) -> dict[str, tuple]:
         "report": (report.main, [str(tmp_path)], report.COMMAND.schema),
         "attribute": (attribute.main, [str(tmp_path)], attribute.COMMAND.schema),
         "watch": (watch.main, [str(queue), "command=true"], watch.COMMAND.schema),
-        "judge": (judge.main, [str(tmp_path)], judge.COMMANDS["judge"].schema),
-        "judge validate": (judge.main, ["validate"], judge.COMMANDS["validate"].schema),
-        "judge check": (judge.main, ["check"], judge.COMMANDS["check"].schema),
-        "comet": (comet.main, [str(tmp_path)], comet.command().schema),
+        "judge": (judge.main, [str(tmp_path)], judge.COMMAND.schema),
+        "judge validate": (judge.main, ["validate"], judge.COMMAND.actions["validate"].schema),
+        "judge check": (judge.main, ["check"], judge.COMMAND.actions["check"].schema),
+        "comet": (comet.main, [str(tmp_path)], comet.COMMAND.schema),
     }
 
 
@@ -175,11 +175,11 @@ def test_gnt_build_key_value_is_the_old_flags(tmp_path: Path) -> None:
 
 def test_build_reads_its_keys_from_a_recipe_with_file_and_line_errors(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture) -> None:
-    from gnt.cli.build import parse_args
+    from gnt.cli.build import COMMAND, build_config
 
     recipe = tmp_path / "data.yaml"
     recipe.write_text("langs: [it, es]\nseed: 3\ntemplated_pairs: 0\n")
-    config = parse_args([str(recipe), "seed=5", "--out", str(tmp_path / "d")])
+    config = build_config(COMMAND.call([str(recipe), "seed=5", "--out", str(tmp_path / "d")]))
     assert config.langs == ("it", "es") and config.seed == 5 and config.templated_pairs == 0
     assert config.out_dir == str(tmp_path / "d") and config.test_fraction == 0.2  # BuildConfig's own default
     recipe.write_text("langs: it\ntemplatedpairs: 3\n")
@@ -190,17 +190,23 @@ def test_build_reads_its_keys_from_a_recipe_with_file_and_line_errors(tmp_path: 
     assert f"{recipe}:2: unknown key 'templatedpairs'" in err and "templated_pairs" in err
 
 
-def test_attribute_keys_and_old_flags_give_the_same_config() -> None:
-    from gnt.attribution.run import AttributionConfig, ContrastiveConfig
-    from gnt.cli.attribute import build_config
+def attribute_config(argv: list[str]):
+    """The attribution or contrastive config an ``eval/attribute.py`` command line resolves to."""
+    from gnt.cli.attribute import COMMAND, build_config
 
-    new = build_config(["res", "max_rows=2", "sets=Set-N", "plots=false", "cells=it/G+S/4,es/G+S/4"])
-    old = build_config(["res", "--max-rows", "2", "--sets", "Set-N", "--no-plots", "--cell", "it/G+S/4",
+    return build_config(COMMAND.call(argv))
+
+
+def test_attribute_keys_and_old_flags_give_the_same_config() -> None:
+    from gnt.attribution.config import AttributionConfig, ContrastiveConfig
+
+    new = attribute_config(["res", "max_rows=2", "sets=Set-N", "plots=false", "cells=it/G+S/4,es/G+S/4"])
+    old = attribute_config(["res", "--max-rows", "2", "--sets", "Set-N", "--no-plots", "--cell", "it/G+S/4",
                         "--cell", "es/G+S/4"])
     assert new == old and isinstance(new, AttributionConfig)
     assert new.cells == ("it/G+S/4", "es/G+S/4") and new.plots is False and new.max_rows == 2
-    assert build_config(["res", "--all-rows"]).max_rows is None
-    contrastive = build_config(["contrastive=true", "data=d", "--include-non-common"])
+    assert attribute_config(["res", "--all-rows"]).max_rows is None
+    contrastive = attribute_config(["contrastive=true", "data=d", "--include-non-common"])
     assert isinstance(contrastive, ContrastiveConfig) and contrastive.common_only is False
     assert contrastive.max_rows == ContrastiveConfig.max_rows != AttributionConfig.max_rows  # each mode's default
 
@@ -252,13 +258,12 @@ def test_judge_takes_the_results_folder_first_as_it_did_after_the_word_judge(tmp
 
 
 def test_attribute_without_a_result_reads_a_recipe_in_first_place(tmp_path: Path) -> None:
-    from gnt.attribution.run import ContrastiveConfig
-    from gnt.cli.attribute import build_config
+    from gnt.attribution.config import ContrastiveConfig
 
     recipe = tmp_path / "contrastive.yaml"
     recipe.write_text("contrastive: true\ndata: data/sample\nlangs: [it]\nmin_refs: 3\n")
-    config = build_config([str(recipe), "max_rows=2"])
+    config = attribute_config([str(recipe), "max_rows=2"])
     assert isinstance(config, ContrastiveConfig) and config.result_dir is None
     assert (config.data, config.langs, config.min_refs, config.max_rows) == ("data/sample", ("it",), 3, 2)
-    with_result = build_config([str(tmp_path), str(recipe)])  # a result folder first, then the recipe
+    with_result = attribute_config([str(tmp_path), str(recipe)])  # a result folder first, then the recipe
     assert with_result.result_dir == str(tmp_path) and with_result.min_refs == 3

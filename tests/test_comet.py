@@ -14,19 +14,21 @@ from pathlib import Path
 import pytest
 
 from gnt.comet import env as comet_env
-from gnt.comet.scorer import (
-    CACHE,
+from gnt.comet.config import CometConfig
+from gnt.comet.folder import score_folder
+from gnt.comet.scoring import (
     EMPTY_TRANSLATION,
     CometCache,
-    CometConfig,
     CometScoringError,
     failure_code,
     matching_reference,
-    merge_into_metrics,
-    score_results,
-    summarize,
 )
+from gnt.comet.summary import merge_into_metrics, summarize
+from gnt.filenames import XCOMET_CACHE as CACHE
 from gnt.io import read_jsonl, write_jsonl
+from gnt.recipe import RecipeError
+from gnt.results.folder import ResultsFolder
+from gnt.settings import BootstrapSettings
 
 COMET_DIR = Path(__file__).resolve().parent.parent / "gnt" / "comet"
 
@@ -89,6 +91,11 @@ def write_results(out: Path, name: str, records: list[dict]) -> None:
     write_jsonl(out / name / "generations.jsonl", records)
 
 
+def score_results(out: Path, name: str, config: CometConfig) -> dict:
+    """One model folder scored through the folder driver (what eval/comet.py and the xcomet step run)."""
+    return score_folder(ResultsFolder(out, (name,)), config)[name]
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Fast: no comet environment needed
 # ----------------------------------------------------------------------------------------------------------------
@@ -104,21 +111,26 @@ def test_set_matching_reference_and_failures() -> None:
     assert failure_code({"translation": None, "error": None}) == "extraction_error"
 
 
-def test_config_from_mapping_object_and_typos() -> None:
-    assert CometConfig.from_any(None).xcomet_model == "Unbabel/XCOMET-XL"
-    cfg = CometConfig.from_any({"batch_size": 4, "xcomet_gpus": 2, "bootstrap_samples": 10})
-    assert (cfg.xcomet_batch_size, cfg.xcomet_gpus) == (4, 2)
+def test_config_from_the_command_line_the_recipe_and_typos(tmp_path: Path) -> None:
+    from gnt.cli.comet import COMMAND
+    from gnt.comet.step import STEP
 
-    class Recipe:  # a recipe object carrying xcomet_* keys among others
-        xcomet_model = "some/model"
-        batch_size = 999  # the generation batch size: not xCOMET's
+    assert CometConfig().xcomet_model == "Unbabel/XCOMET-XL"
+    call = COMMAND.call([str(tmp_path), "xcomet_batch_size=4", "xcomet_gpus=2", "bootstrap_samples=10"])
+    cfg = call.build(CometConfig).validate()
+    assert (cfg.xcomet_batch_size, cfg.xcomet_gpus, cfg.bootstrap_samples) == (4, 2, 10)
 
-    assert CometConfig.from_any(Recipe()).xcomet_model == "some/model"
-    assert CometConfig.from_any(Recipe()).xcomet_batch_size == 16
-    with pytest.raises(ValueError, match="unknown xCOMET settings"):
-        CometConfig.from_any({"batch_sise": 4})
-    with pytest.raises(ValueError):
-        CometConfig.from_any({"gpus": -1})
+    class Recipe:  # an evaluation recipe: its bootstrap keys are the step's defaults, its batch_size is not xCOMET's
+        bootstrap_samples, bootstrap_seed, alpha = 77, 3, 0.1
+        batch_size = 999
+
+    stepped = STEP.config({"xcomet_model": "some/model"}, Recipe())
+    assert stepped.xcomet_model == "some/model" and stepped.xcomet_batch_size == 16
+    assert (stepped.bootstrap_samples, stepped.bootstrap_seed, stepped.alpha) == (77, 3, 0.1)
+    with pytest.raises(RecipeError, match="unknown key 'batch_sise'.*xcomet_batch_size"):
+        COMMAND.call([str(tmp_path), "batch_sise=4"])
+    with pytest.raises(RecipeError, match="xcomet_gpus"):
+        CometConfig(xcomet_gpus=-1).validate()
 
 
 def test_summary_counts_failures_as_zero() -> None:
@@ -130,7 +142,7 @@ def test_summary_counts_failures_as_zero() -> None:
         {"key": "c", "id": "1", "lang": "it", "set": "Set-N", "cell": "c2", "score_matching": 0.0,
          "score_ref_g": 0.0, "failure": "no_brackets"},
     ]
-    s = summarize(rows, n_boot=200)
+    s = summarize(rows, BootstrapSettings(bootstrap_samples=200))
     assert s["n"] == 3 and s["n_failures"] == 1 and s["failures_by_code"] == {"no_brackets": 1}
     assert s["system_matching"] == pytest.approx(1.2 / 3)
     assert s["system_ref_g"] == pytest.approx(1.0 / 3)
@@ -211,7 +223,8 @@ def test_score_results_end_to_end_with_cache(tiny_xcomet: Path, tmp_path: Path) 
     out = tmp_path / "eval"
     base = generation_records()
     write_results(out, "base", base)
-    cfg = {"model": str(tiny_xcomet), "batch_size": 2, "gpus": 0, "auto_install": False, "bootstrap_samples": 100}
+    cfg = CometConfig(xcomet_model=str(tiny_xcomet), xcomet_batch_size=2, xcomet_gpus=0, xcomet_auto_install=False,
+                      bootstrap_samples=100)
 
     summary = score_results(out, "base", cfg)
 
@@ -266,10 +279,10 @@ def test_score_results_end_to_end_with_cache(tiny_xcomet: Path, tmp_path: Path) 
 def test_runner_failure_is_reported_and_caches_nothing(comet_python: Path, tmp_path: Path) -> None:
     out = tmp_path / "eval"
     write_results(out, "base", generation_records())
-    cfg = {"model": str(tmp_path / "missing-model"), "gpus": 0, "auto_install": False}
+    cfg = CometConfig(xcomet_model=str(tmp_path / "missing-model"), xcomet_gpus=0, xcomet_auto_install=False)
     with pytest.raises(CometScoringError, match="exit"):
         score_results(out, "base", cfg)
-    assert "missing-model" in (out / "base" / "xcomet.log").read_text()
+    assert "missing-model" in (out / "cache" / "xcomet.log").read_text()  # one runner log per results folder
     assert not (out / CACHE).exists() and not (out / "base" / "xcomet.jsonl").exists()
 
 

@@ -19,7 +19,7 @@ def commands(result: subprocess.CompletedProcess) -> list[str]:
 
 
 def test_keys_and_step_overrides_reach_the_commands() -> None:
-    result = demo("model=tiny", "out=outputs/x", "steps=sft,eval", "sft.max_steps=3", "eval.rows_per_lang=4",
+    result = demo("model=tiny", "out_dir=outputs/x", "steps=sft,eval", "sft.max_steps=3", "eval.rows_per_lang=4",
                   "templated.pairs_per_lang=2", "dry_run=true")
     assert result.returncode == 0, result.stderr
     sft, evaluation = commands(result)
@@ -52,14 +52,14 @@ def test_unknown_keys_steps_and_values_fail_before_anything_runs() -> None:
 def test_help_lists_every_key_with_its_default() -> None:
     result = demo("--help")
     assert result.returncode == 0
-    for line in ("model = gemma", "out = null", "dry_run = false", "STEP.KEY=VALUE"):
+    for line in ("model = gemma", "out_dir = null", "dry_run = false", "STEP.KEY=VALUE"):
         assert line in result.stdout
 
 
 def test_the_demo_records_each_steps_time_and_peak_memory(tmp_path: Path) -> None:
     import json
 
-    result = demo("model=tiny", f"out={tmp_path / 'd'}", "steps=data")
+    result = demo("model=tiny", f"out_dir={tmp_path / 'd'}", "steps=data")
     assert result.returncode == 0, result.stderr
     record = json.loads((tmp_path / "d" / "demo_record.json").read_text(encoding="utf-8"))
     assert list(record["steps"]) == ["data"] and record["model"] == "tiny"

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gnt.cli.evaluate import main
-from gnt.evaluation.pipeline import load_pipeline
+from gnt.cli.evaluate import load_pipeline, main
 from gnt.filenames import RECORD, REPORT_HTML, SUMMARY
 from gnt.recipe import RecipeError
 
@@ -126,25 +125,22 @@ def test_an_unknown_step_setting_names_the_closest_key(tmp_path: Path, capsys) -
 
 
 def test_the_old_flags_are_recipe_keys(tmp_path: Path, capsys) -> None:
-    from gnt.evaluation.cli import parse_eval_command
+    from gnt.cli.templated import COMMAND
     from gnt.evaluation.config import EvalConfig
-    from gnt.evaluation.steps import PipelineKeys
     from gnt.templated_suite.run import SuiteConfig
 
     recipe = _recipe(tmp_path, SLICE + "runs: [runs/a]\n")
-    classes = (SuiteConfig, EvalConfig, PipelineKeys)
-    command = parse_eval_command([str(recipe), "--run", "runs/b", "run=runs/c,runs/d", "--adapter", "x/ckpt",
-                                  "--out", "o", "--quiet", "--allow-leakage", "--suite", "s.jsonl"],
-                                 classes, prog="eval/templated.py", summary="")
-    evaluation = command.values(EvalConfig)
+    call = COMMAND.call([str(recipe), "--run", "runs/b", "run=runs/c,runs/d", "--adapter", "x/ckpt",
+                         "--out", "o", "--quiet", "--allow-leakage", "--suite", "s.jsonl"])
+    evaluation = call.owned(EvalConfig)
     assert evaluation["runs"] == ["runs/a", "runs/b", "runs/c", "runs/d"]  # flags add to what the recipe lists
     assert evaluation["adapters"] == ["x/ckpt"] and evaluation["out_dir"] == "o"
     assert evaluation["progress"] is False and evaluation["allow_leakage"] is True
-    assert command.values(SuiteConfig) == {"suite": "s.jsonl"}
+    assert call.owned(SuiteConfig) == {"suite": "s.jsonl"}
     with pytest.raises(RecipeError, match="unknown key 'suite'"):  # a templated key is not a grid key
         load_pipeline([str(recipe), "--suite", "s.jsonl"])
-    assert parse_eval_command(["--help"], classes, prog="eval/templated.py", summary="the suite") is None
+    assert COMMAND.call(["--help"]) is None
     printed = capsys.readouterr().out
-    assert "usage: eval/templated.py [RECIPE] [key=value ...]" in printed
+    assert "usage: eval/templated.py [wmt24] [RECIPE] [key=value ...]" in printed
     assert "\n  pairs_per_lang = null  (" in printed and "\n  grid_shots = 4  (" in printed
-    assert "\n  run = (empty)  (" in printed and "(no description)" not in printed
+    assert "\n  runs = (empty)  (list[str])  also --run" in printed and "(no description)" not in printed

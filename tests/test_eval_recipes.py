@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gnt.evaluation.config import load_eval_config
 from gnt.evaluation.discovery import discover_models
 from gnt.paths import RECIPES_DIR
+from gnt.pipeline import load_eval_config
 from gnt.recipe import RecipeError
 
 EVAL_RECIPES = sorted(RECIPES_DIR.glob("eval*.yaml"))
@@ -113,10 +113,10 @@ def test_eval_and_judge_take_the_same_backend_keys_with_the_same_defaults_and_me
 
 
 def test_eval_and_judge_build_the_same_http_backend_from_the_same_keys() -> None:
-    from gnt.evaluation.config import load_eval_config
-    from gnt.generation.factory import make_backend as eval_backend
+    from gnt.evaluation.config import make_backend as eval_backend
     from gnt.judge.config import load_judge_recipe
     from gnt.judge.config import make_backend as judge_backend
+    from gnt.pipeline import load_eval_config
 
     keys = [("backend", "http"), ("base_url", "http://127.0.0.1:9/v1"), ("served_model", "served"),
             ("http_retries", "2"), ("concurrency", "3"), ("timeout_s", "7"), ("regex_field", "guided_regex")]
@@ -130,18 +130,24 @@ def test_eval_and_judge_build_the_same_http_backend_from_the_same_keys() -> None
             backend.close()
 
 
-def test_max_retries_keeps_its_old_meaning_in_each_kind_under_its_new_name(caplog) -> None:
-    from gnt.evaluation.config import load_eval_config
+def test_max_retries_keeps_its_old_meaning_in_each_kind_under_its_new_name(caplog, monkeypatch) -> None:
+    from gnt import deprecated
     from gnt.judge.config import load_judge_recipe
+    from gnt.pipeline import load_eval_config
 
-    with caplog.at_level("WARNING", logger="gnt.recipe"):
+    monkeypatch.setattr(deprecated, "_warned", set())  # as in a fresh process
+    with caplog.at_level("WARNING", logger="gnt.deprecated"):
         evaluation = load_eval_config(None, [("max_retries", "2")])
         judge = load_judge_recipe(None, [("judge", "lexical"), ("max_retries", "1"), ("http_max_retries", "4")])
     assert (evaluation.http_retries, judge.judge_retries, judge.http_retries) == (2, 1, 4)
     assert judge.judge_config().max_retries == 1  # the re-asks, not the HTTP retries
-    assert "'max_retries' is now 'http_retries'" in caplog.text
-    assert "'max_retries' is now 'judge_retries'" in caplog.text
-    assert "'http_max_retries' is now 'http_retries'" in caplog.text
+    assert "'max_retries' is deprecated since 2026-12-01: write http_retries" in caplog.text
+    assert "'max_retries' is deprecated since 2026-12-01: write judge_retries" in caplog.text
+    assert "'http_max_retries' is deprecated since 2026-12-01: write http_retries" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="gnt.deprecated"):
+        load_eval_config(None, [("max_retries", "3")])
+    assert caplog.text == ""  # each old spelling warns once per process
 
 
 def test_the_judge_chunk_size_is_the_judge_chunk_and_batch_size_the_backend_batch() -> None:
@@ -153,7 +159,7 @@ def test_the_judge_chunk_size_is_the_judge_chunk_and_batch_size_the_backend_batc
 
 
 def test_system_role_has_one_vocabulary_in_training_and_evaluation(tmp_path: Path) -> None:
-    from gnt.evaluation.config import load_eval_config
+    from gnt.pipeline import load_eval_config
     from gnt.training.config import load_recipe
 
     recipe = tmp_path / "r.yaml"
@@ -167,8 +173,8 @@ def test_system_role_has_one_vocabulary_in_training_and_evaluation(tmp_path: Pat
 
 
 def test_a_wrong_typed_value_names_the_file_and_line_in_eval_and_judge(tmp_path: Path) -> None:
-    from gnt.evaluation.config import load_eval_config
     from gnt.judge.config import load_judge_recipe
+    from gnt.pipeline import load_eval_config
 
     recipe = tmp_path / "r.yaml"
     recipe.write_text("backend: http\nbase_url: http://x/v1\nconcurrency: many\n")
@@ -190,13 +196,13 @@ def test_an_eval_key_in_a_judge_recipe_is_refused_with_the_closest_keys() -> Non
 
 def test_the_offline_aliases_work_in_every_recipe_kind(tiny_model_dir: Path, monkeypatch, capsys) -> None:
     import gnt.models.tiny as tiny
-    from gnt.evaluation.config import load_eval_config
+    from gnt.cli.train import SFT
     from gnt.judge.config import load_judge_recipe, make_backend
+    from gnt.pipeline import load_eval_config
     from gnt.templated_suite.run import load_config
-    from gnt.training.cli import main
 
     monkeypatch.setattr(tiny, "default_cache_dir", lambda: tiny_model_dir.parent)
-    assert main("sft", [str(RECIPES_DIR / "tiny.yaml"), "data_dir=d", "output_dir=o", "--dry-run"]) == 0
+    assert SFT.main([str(RECIPES_DIR / "tiny.yaml"), "data_dir=d", "output_dir=o", "--dry-run"]) == 0
     assert load_eval_config(None, [("model", "gnt:tiny")]).model == "gnt:tiny"  # built by discovery, on use
     assert load_config(None, [("model", "gnt:tiny")])[1].model == str(tiny_model_dir)
     judge = load_judge_recipe(RECIPES_DIR / "judge-tiny.yaml", [("device", "cpu"), ("dtype", "float32")])
@@ -212,7 +218,7 @@ def test_the_offline_aliases_work_in_every_recipe_kind(tiny_model_dir: Path, mon
                  lambda: load_config(None, [("model", "gnt:huge")])):
         with pytest.raises(RecipeError, match="unknown model alias 'gnt:huge'; valid: gnt:tiny, gnt:smollm"):
             load()
-    assert main("sft", [str(RECIPES_DIR / "tiny.yaml"), "model_name_or_path=gnt:huge", "--dry-run"]) == 2
+    assert SFT.main([str(RECIPES_DIR / "tiny.yaml"), "model_name_or_path=gnt:huge", "--dry-run"]) == 2
     assert "model_name_or_path: unknown model alias 'gnt:huge'" in capsys.readouterr().err
 
 

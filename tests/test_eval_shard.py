@@ -12,13 +12,14 @@ import pytest
 from _eval_helpers import ScriptedBackend
 
 from gnt.evaluation.cache import GenerationCache
-from gnt.evaluation.config import load_eval_config
+from gnt.evaluation.config import Shard, parse_shard
 from gnt.evaluation.results import load_summary
-from gnt.evaluation.shard import Shard, ShardsIncomplete, parse_shard
+from gnt.evaluation.shard import ShardsIncomplete
 from gnt.evaluation.sweep import run_sweep
 from gnt.generation.base import Generation
 from gnt.io import read_json, read_jsonl
 from gnt.paths import PROJECT_ROOT, RECIPES_DIR, SAMPLE_DIR
+from gnt.pipeline import load_eval_config
 from gnt.recipe import RecipeError
 
 # 2 languages × 2 configurations × 2 shot counts, 2 rows per language: 16 requests per model, 2 chunks of 8.
@@ -181,12 +182,12 @@ def test_the_slurm_array_script_gives_each_task_its_shard(tmp_path: Path) -> Non
         for k in ("ID", "MIN", "MAX", "COUNT"):
             if k.lower() not in slurm:
                 env.pop(f"SLURM_ARRAY_TASK_{k}", None)
-        return subprocess.run(["bash", str(script), "recipes/eval.yaml", "--run", "runs/sft", "backend=vllm"],
+        return subprocess.run(["bash", str(script), "recipes/eval.yaml", "runs=runs/sft", "backend=vllm"],
                               env=env, capture_output=True, text=True)
 
     worker = launch(id=5, min=4, max=6, count=3)
     assert worker.returncode == 0 and worker.stdout.splitlines()[-1] == (
-        "eval/evaluate.py recipes/eval.yaml --quiet --run runs/sft backend=vllm shard=1/3")
+        "eval/evaluate.py recipes/eval.yaml progress=false runs=runs/sft backend=vllm shard=1/3")
     assert launch().stdout.splitlines()[-1].endswith("backend=vllm shard=merge"), "no array: the merge"
     gappy = launch(id=2, min=0, max=5, count=3)
     assert gappy.returncode == 2 and "contiguous" in gappy.stderr

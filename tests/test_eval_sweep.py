@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from _eval_helpers import ScriptedBackend, make_checkpoint
 
-from gnt.evaluation.config import load_eval_config
 from gnt.evaluation.leakage import LeakageError
 from gnt.evaluation.results import load_generations, load_summary, recompute_metrics
 from gnt.evaluation.sweep import GenerationFailure, run_sweep
 from gnt.generation.base import Generation
 from gnt.io import read_json
 from gnt.paths import PROJECT_ROOT, RECIPES_DIR, SAMPLE_DIR
+from gnt.pipeline import load_eval_config
 from gnt.prompts.grid import PromptGrid
 from gnt.recipe import RecipeError
 
@@ -142,7 +142,7 @@ def test_a_new_checkpoint_is_the_only_thing_computed(sweep, eval_tiny_run: Path,
 
 
 def test_kill_and_resume_gives_identical_results(sweep, eval_tiny_run: Path, tmp_path: Path) -> None:
-    from gnt.generation.factory import make_backend
+    from gnt.evaluation.config import make_backend
 
     class Killed(Exception):
         pass
@@ -296,14 +296,16 @@ def _base_only(tiny_model_dir: Path, out: Path, extra: list[tuple[str, str]] = (
 
 def test_a_model_whose_every_generation_failed_fails_the_run_and_is_retried(tiny_model_dir: Path,
                                                                              tmp_path: Path) -> None:
-    from gnt.evaluation.cli import run_eval_main
+    from gnt.cli.command import exit_status
+    from gnt.cli.evaluate import COMMAND
     from gnt.report.build import build_report
 
     out = tmp_path / "eval"
     config = _base_only(tiny_model_dir, out)
     dead = ScriptedBackend(lambda r: Generation("", error="SafetensorError: incomplete metadata"))
-    assert run_eval_main(lambda: run_sweep(config, backend_factory=lambda c, b, a: dead),
-                         failures=(GenerationFailure,)) == 1  # as eval/evaluate.py maps it
+    with pytest.raises(GenerationFailure) as failed:
+        run_sweep(config, backend_factory=lambda c, b, a: dead)
+    assert exit_status(failed.value, COMMAND.exits) == 1  # as eval/evaluate.py maps it
     with pytest.raises(GenerationFailure, match=r"1 of 1 model\(s\) failed.*base \(SafetensorError"):
         run_sweep(config, backend_factory=lambda c, b, a: dead)
     assert dead.calls == 2  # nothing was cached: the second run asked again

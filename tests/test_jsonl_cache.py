@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gnt.comet.scorer import CometCache
+from gnt.comet.scoring import CometCache
 from gnt.evaluation.cache import GenerationCache
 from gnt.evaluation.preference import ScoreCache
 from gnt.generation.base import Generation

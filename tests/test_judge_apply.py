@@ -13,9 +13,10 @@ from _judge_fakes import ScriptedBackend
 from gnt.data.entry import Entry
 from gnt.evaluation.metrics import compute_metrics
 from gnt.io import read_json, read_jsonl, write_json, write_jsonl
-from gnt.judge.apply import find_model_dirs, judge_results
+from gnt.judge.apply import judge_results
 from gnt.judge.lexical import LexicalJudge
 from gnt.judge.llm_judge import JudgeCache, JudgeConfig, LLMJudge
+from gnt.results.folder import ResultsFolder
 
 ROOT = Path(__file__).resolve().parent.parent
 CELL = "it/G+S/4"
@@ -71,12 +72,14 @@ def _backend() -> ScriptedBackend:
 
 def test_gnt_accuracy_and_coherence_from_known_judgments(tmp_path):
     out = _results(tmp_path)
-    assert [n for n, _ in find_model_dirs(out)] == ["base", "sft/checkpoint-2"]
+    folder = ResultsFolder.on_disk(out)
+    assert list(folder.models) == ["base", "sft/checkpoint-2"]  # the generation cache is not a model folder
     backend = _backend()
     judge = LLMJudge(backend, JudgeConfig(max_retries=1), JudgeCache(out / "cache" / "judgments.jsonl"))
     validation = {"kind": "references", "results": [
         {"format": "CROSS-P+L", "lang": "all", "cells": {"overall": {"accuracy": 0.8}}}]}
-    summaries = judge_results(out, llm=judge, lexical=LexicalJudge(), entries=_entries(), validation=validation)
+    summaries = judge_results(folder, folder.models, llm=judge, lexical=LexicalJudge(), entries=_entries(),
+                              validation=validation)
     # 7 clean records per model, identical in both models: 7 distinct items, the fault retried once
     assert judge.stats.items == 14 and judge.stats.unique == 7 and backend.calls == 2 and len(backend.requests) == 8
 
@@ -116,7 +119,7 @@ def test_gnt_accuracy_and_coherence_from_known_judgments(tmp_path):
     # a rerun judges nothing: every item (the judge error too) comes from the cache
     rerun_backend = ScriptedBackend(LABELS)
     rerun = LLMJudge(rerun_backend, JudgeConfig(max_retries=1), JudgeCache(out / "cache" / "judgments.jsonl"))
-    judge_results(out, llm=rerun, lexical=LexicalJudge(), entries=_entries())
+    judge_results(folder, folder.models, llm=rerun, lexical=LexicalJudge(), entries=_entries())
     assert rerun_backend.requests == [] and rerun.stats.cached == 7
     assert read_json(out / "base" / "metrics.json")["overall"]["gnt_accuracy"]["all"]["value"] == pytest.approx(2 / 7)
 

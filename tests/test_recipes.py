@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gnt.cli.command import tokenize
+from gnt.cli.train import DPO, SFT
 from gnt.paths import PROJECT_ROOT, RECIPES_DIR
-from gnt.recipe import RecipeError, coerce_value, load_yaml_mapping, normalize_overrides, parse_command_line
-from gnt.training.cli import main
+from gnt.recipe import RecipeError, coerce_value, load_yaml_mapping
 from gnt.training.config import build_setup, load_recipe
 from gnt.training.launch import NodeLaunch, node_command, slurm_defaults
 
@@ -25,24 +26,27 @@ ACCELERATE = PROJECT_ROOT / "accelerate"
 # ------------------------------------------------------------------------------------------------ command line
 
 
+def main(stage: str, argv: list[str]) -> int:
+    return (SFT if stage == "sft" else DPO).main(argv)
+
+
 def test_overrides_in_every_form() -> None:
-    cli = parse_command_line(
+    words = tokenize(
         ["recipes/tiny.yaml", "--learning_rate", "1e-4", "max_steps=3", "--seed=7", "--packing",
          "--lora_target_modules", "q_proj", "v_proj", "--dry-run"]
     )
-    assert cli.recipe == "recipes/tiny.yaml" and cli.dry_run
-    assert cli.overrides == [
+    assert words.positionals == ["recipes/tiny.yaml"]
+    assert words.options == [
         ("learning_rate", "1e-4"), ("max_steps", "3"), ("seed", "7"), ("packing", True),
-        ("lora_target_modules", ["q_proj", "v_proj"]),
+        ("lora_target_modules", ["q_proj", "v_proj"]), ("dry-run", True),
     ]
-    assert parse_command_line(["--config", "r.yaml"]).recipe == "r.yaml"  # TrlParser habit
-    assert normalize_overrides(["lr=1", "--x", "2"]) == [("lr", "1"), ("x", "2")]
-    assert normalize_overrides([("lr", 1)]) == [("lr", 1)]
+    invocation = SFT.parse(["--config", "r.yaml", "--dry-run"])  # TrlParser habit (deprecated, still works)
+    assert invocation.recipe == "r.yaml" and invocation.overrides == [("dry_run", True)]
+    assert tokenize(["lr=1", "--x", "2"]).options == [("lr", "1"), ("x", "2")]
 
 
 def test_overrides_win_over_the_recipe_and_are_typed() -> None:
-    recipe = load_recipe("sft", str(RECIPES_DIR / "tiny.yaml"),
-                         parse_command_line(["--learning_rate", "1e-4", "max_steps=3", "wandb_tags=a,b"]).overrides)
+    recipe = SFT.call([str(RECIPES_DIR / "tiny.yaml"), "--learning_rate", "1e-4", "max_steps=3", "wandb_tags=a,b"]).recipe
     assert recipe.values["learning_rate"] == pytest.approx(1e-4)
     assert recipe.values["max_steps"] == 3 and recipe.values["wandb_tags"] == ["a", "b"]
     assert recipe.sources["learning_rate"] == "override" and recipe.sources["seed"] == "recipe"
@@ -184,7 +188,7 @@ def test_dry_run_shows_the_override_and_the_world(capsys) -> None:
 
 def test_help(capsys) -> None:
     assert main("dpo", ["--help"]) == 0
-    assert "train/dpo.py RECIPE.yaml" in capsys.readouterr().out
+    assert "usage: train/dpo.py [RECIPE] [key=value ...]" in capsys.readouterr().out
     assert main("sft", ["--help-keys"]) == 0
     assert "ModelConfig" in capsys.readouterr().out
 

@@ -13,6 +13,7 @@ import pytest
 from _report_fixtures import make_results, make_run
 
 from gnt.io import read_json, write_json
+from gnt.report.config import ReportConfig
 from gnt.report.markdown import unescape_cell
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -27,7 +28,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("report")
     run = make_run(root, "sft", [4, 8])
     results = make_results(root / "eval", run_dir=run)
-    report = build_report(results, bootstrap_samples=300)
+    report = build_report(results, ReportConfig(bootstrap_samples=300))
     return results, report
 
 
@@ -244,7 +245,7 @@ def test_missing_parts_are_reported_as_not_run_and_leakage_is_shouted(tmp_path: 
     record = read_json(results / "sft/checkpoint-2/record.json")
     record["leakage"] = {"status": "leak", "overlap": 3, "source": "manifest", "allowed": True}
     write_json(results / "sft/checkpoint-2/record.json", record)
-    report = build_report(results, tmp_path / "out", bootstrap_samples=50)
+    report = build_report(results, ReportConfig(out_dir=str(tmp_path / "out"), bootstrap_samples=50))
     text = report.read_text(encoding="utf-8")
     assert report.parent == tmp_path / "out"
     assert "GNT accuracy and coherence: judge not run." in text

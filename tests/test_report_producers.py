@@ -15,6 +15,7 @@ from _eval_helpers import ScriptedBackend
 from gnt.io import read_json, write_json, write_jsonl
 from gnt.output_format import format_output
 from gnt.paths import SAMPLE_DIR
+from gnt.report.config import ReportConfig
 
 BOOT = 60
 
@@ -39,19 +40,14 @@ def _backend():
 
 def _score_xcomet(out: Path, model: str) -> dict:
     """xCOMET through the scorer's own functions; the cache is filled first, so no comet environment is needed."""
-    from gnt.comet.scorer import (
-        CACHE,
-        CometCache,
-        failure_code,
-        item_key,
-        matching_reference,
-        model_identity,
-        score_results,
-        update_metrics,
-    )
-    from gnt.io import read_jsonl
+    from gnt.comet.config import CometConfig
+    from gnt.comet.folder import score_folder
+    from gnt.comet.scoring import CometCache, failure_code, item_key, matching_reference, model_identity
+    from gnt.filenames import XCOMET_CACHE as CACHE
+    from gnt.io import read_json, read_jsonl
+    from gnt.results.folder import ResultsFolder
 
-    settings = {"xcomet_model": "fake/xcomet", "bootstrap_samples": BOOT}
+    settings = CometConfig(xcomet_model="fake/xcomet", bootstrap_samples=BOOT)
     identity = model_identity("fake/xcomet")
     cache = CometCache(out / CACHE)
     fill = {}
@@ -62,9 +58,9 @@ def _score_xcomet(out: Path, model: str) -> dict:
                 key = item_key(identity, record["source"], record["translation"], reference)
                 fill[key] = {"cache_key": key, "model": identity, "score": 0.5 + (number % 4) / 10, "error_spans": []}
     cache.put_many(list(fill.values()))
-    summary = score_results(out, model, settings)
+    summary = score_folder(ResultsFolder(out, (model,)), settings)[model]
     assert summary["scoring"]["scored"] == 0  # every item came from the cache
-    assert update_metrics(out / model, summary)
+    assert read_json(out / model / "metrics.json")["overall"]["xcomet"] == summary["overall"]  # metrics filled
     return summary
 
 
@@ -105,10 +101,11 @@ def _templated(out: Path, model: str) -> dict:
 @pytest.fixture(scope="module")
 def produced(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Path:
     from gnt.data.mgente import load_mgente
-    from gnt.evaluation.config import load_eval_config
     from gnt.evaluation.sweep import run_sweep
     from gnt.judge.apply import judge_results
     from gnt.judge.lexical import LexicalJudge
+    from gnt.pipeline import load_eval_config
+    from gnt.results.folder import ResultsFolder
 
     out = tmp_path_factory.mktemp("produced") / "eval"
     config = load_eval_config(
@@ -117,7 +114,8 @@ def produced(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> 
         model=str(tiny_model_dir), mgente=str(SAMPLE_DIR), out_dir=str(out),
     )
     run_sweep(config, backend_factory=lambda c, b, a: _backend())
-    judge_results(out, lexical=LexicalJudge(), entries=load_mgente(SAMPLE_DIR, ["it"]))
+    folder = ResultsFolder.on_disk(out)
+    judge_results(folder, folder.models, lexical=LexicalJudge(), entries=load_mgente(SAMPLE_DIR, ["it"]))
     _score_xcomet(out, "base")
     _preference_block(out, "base")
     _templated(out, "base")
@@ -174,7 +172,7 @@ def test_every_block_of_a_produced_folder_is_read(produced: Path) -> None:
 def test_the_built_report_shows_the_produced_numbers(produced: Path, tmp_path: Path) -> None:
     from gnt.report import build_report
 
-    report = build_report(produced, out_dir=tmp_path / "report", bootstrap_samples=BOOT)
+    report = build_report(produced, ReportConfig(out_dir=str(tmp_path / "report"), bootstrap_samples=BOOT))
     text = report.read_text(encoding="utf-8")
     xcomet = read_json(produced / "base" / "metrics.json")["languages"]["it"]["xcomet"]["matching"]
     assert f"{xcomet['value']:.3f} [{xcomet['ci'][0]:.3f}, {xcomet['ci'][1]:.3f}]" in text

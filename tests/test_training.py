@@ -10,8 +10,8 @@ import pytest
 import torch
 from _training_helpers import RECIPES, tiny_overrides
 
+from gnt.cli.train import DPO, SFT
 from gnt.data.errors import DataErrors
-from gnt.training.cli import main
 from gnt.training.config import TrainingError
 from gnt.training.data import fit_rows, fits, load_training_data, read_rows, select_rows
 from gnt.training.resume import last_complete_checkpoint, resume_checkpoint
@@ -19,6 +19,10 @@ from gnt.training.template_checks import VocabularyGuard, check_target_eos
 
 TINY = str(RECIPES / "tiny.yaml")
 TINY_DPO = str(RECIPES / "tiny-dpo.yaml")
+
+
+def main(stage: str, argv: list[str]) -> int:
+    return (SFT if stage == "sft" else DPO).main(argv)
 
 
 @pytest.fixture(scope="module")
@@ -265,8 +269,8 @@ def test_sft_trains_on_the_completion_and_its_end_of_turn_only(tmp_path: Path, t
     from gnt.training.runner import end_run
     from gnt.training.sft import prepare_sft
 
-    run = prepare_sft(TINY, tiny_overrides(tiny_model_dir, training_data_dir, tmp_path / "sft", "report_to=none",
-                                           "packing=true"))
+    run = prepare_sft(SFT.call([TINY, *tiny_overrides(tiny_model_dir, training_data_dir, tmp_path / "sft",
+                                                      "report_to=none", "packing=true")]).recipe)
     try:
         dataset = run.trainer.train_dataset
         assert run.trainer.padding_free and "seq_lengths" in dataset.column_names
@@ -294,11 +298,11 @@ def test_qlora_4bit_on_cpu_then_merge_into_the_unquantized_base(tmp_path: Path, 
     from gnt.training.sft import prepare_sft
 
     out = tmp_path / "qlora"
-    run = prepare_sft(TINY, tiny_overrides(
+    run = prepare_sft(SFT.call([TINY, *tiny_overrides(
         tiny_model_dir, training_data_dir, out, "load_in_4bit=true", "use_bnb_nested_quant=true",
         "max_steps=2", "save_steps=2", "report_to=none", "merge_adapter=true", "merge_dtype=float32",
         f"eval_queue_dir={tmp_path / 'queue'}",
-    ))
+    )]).recipe)
     try:
         layer = run.trainer.model.get_base_model().model.layers[0].self_attn.q_proj.base_layer
         assert type(layer).__name__ == "Linear4bit"

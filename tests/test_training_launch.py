@@ -155,13 +155,14 @@ def test_dpo_reference_log_probs_are_the_sft_policys(chain: dict, tiny_model_dir
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
+    from gnt.cli.train import DPO
     from gnt.training.dpo import prepare_dpo
     from gnt.training.runner import end_run
 
-    run = prepare_dpo(str(RECIPES / "tiny-dpo.yaml"), [
+    run = prepare_dpo(DPO.call([str(RECIPES / "tiny-dpo.yaml"),
         f"sft_adapter={chain['sft_dir']}", f"data_dir={training_data_dir}", f"output_dir={tmp_path / 'dpo'}",
         "report_to=none", "max_train_samples=4",
-    ])
+    ]).recipe)
     try:
         trainer = run.trainer
         batch = trainer.data_collator([trainer.train_dataset[i] for i in range(2)])

@@ -208,8 +208,10 @@ def test_watcher_beside_the_trainer_evaluated_each_checkpoint(trained: dict) -> 
 def test_queued_checkpoints_through_the_evaluation_core_and_report(trained: dict, tmp_path: Path) -> None:
     """The evaluation core (transformers backend, tiny model) scores the queued adapters; the report reads them."""
     pytest.importorskip("gnt.evaluation.sweep")
+    from gnt.cli.evaluate import load_pipeline
+    from gnt.cli.watch import recipe_evaluator
     from gnt.report import build_report
-    from gnt.report.watch import recipe_evaluator
+    from gnt.report.config import ReportConfig
 
     queue = tmp_path / "queue"
     for step in (1, 3):  # a fresh queue holding two of the trained checkpoints (the others are done)
@@ -217,18 +219,18 @@ def test_queued_checkpoints_through_the_evaluation_core_and_report(trained: dict
         queue_checkpoint(source, queue, run_name="sft", global_step=step)
     mark_training_done(queue, "sft", 3)
     out = tmp_path / "eval"
-    evaluate = recipe_evaluator(
-        Path(__file__).parent.parent / "recipes/eval-tiny.yaml", out,
-        ["langs=it", "configs=G+S", "shots=0", "rows_per_lang=2", "max_new_tokens=12", "bootstrap_samples=50",
-         "steps=grid"],  # the grid only: eval-tiny.yaml names the demo's whole pipeline
-    )
+    evaluate = recipe_evaluator(load_pipeline([
+        str(Path(__file__).parent.parent / "recipes/eval-tiny.yaml"), f"out_dir={out}",
+        "langs=it", "configs=G+S", "shots=0", "rows_per_lang=2", "max_new_tokens=12", "bootstrap_samples=50",
+        "steps=grid",  # the grid only: eval-tiny.yaml names the demo's whole pipeline
+    ]))
     records = watch(queue, evaluate, poll_s=0.01, timeout_s=300)
     assert [r["status"] for r in records] == ["ok", "ok"], [r.get("error") for r in records]
     summary = read_json(out / "summary.json")
     names = {m["name"] for m in summary["models"]}
     assert {"base", "sft/checkpoint-1", "sft/checkpoint-3"} <= names
     assert read_json(out / "sft/checkpoint-3/metrics.json")["global_step"] == 3
-    report = build_report(out, bootstrap_samples=50).read_text(encoding="utf-8")
+    report = build_report(out, ReportConfig(bootstrap_samples=50)).read_text(encoding="utf-8")
     assert "| sft/checkpoint-3 | sft | 3 |" in report
     assert json.loads((out / "report" / "report_data.json").read_text())["models"][0] == "base"
 

@@ -121,7 +121,7 @@ def test_an_extra_form_for_an_unknown_adjective_is_located(tmp_path):
 
 # ------------------------------------------------------------------------------------------------------ scoring
 def test_scores_of_the_fixture_systems_are_the_expected_ones(tmp_path):
-    folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out=str(tmp_path), bootstrap_samples=50))
+    folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out_dir=str(tmp_path), bootstrap_samples=50))
     rows = {(r["system"], r["ambiguity"]): r for r in _rows(folder / "summary.tsv")}
     assert list(_rows(folder / "summary.tsv")[0]) == [
         "lang", "system", "ambiguity", "n_det", "n_amb", "M_det", "F_det", "N_det", "M_amb", "F_amb", "N_amb",
@@ -166,7 +166,7 @@ def test_scores_of_the_fixture_systems_are_the_expected_ones(tmp_path):
 
 
 def test_template_counts_are_recorded_beside_the_papers(tmp_path):
-    folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out=str(tmp_path), bootstrap_samples=20, plots=False))
+    folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out_dir=str(tmp_path), bootstrap_samples=20, plots=False))
     summary = read_json(folder / "summary.json")
     templates = summary["templates"]
     assert templates["4"]["paper"] == {"determined": 1920, "ambiguous": 1920}
@@ -190,7 +190,7 @@ def test_a_sample_keeps_every_template_type_and_says_why_its_counts_are_lower(tm
     from gnt.templated_suite.wmt24.templates import template_of
 
     assert len({template_of(s) for s in limit_segments(segments, 8)}) == 8
-    folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out=str(tmp_path), limit=8, bootstrap_samples=20,
+    folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out_dir=str(tmp_path), limit=8, bootstrap_samples=20,
                                     plots=False))
     summary = read_json(folder / "summary.json")
     assert summary["segments"]["scored"] == 8
@@ -229,7 +229,7 @@ def test_an_output_without_a_rendering_is_told_apart_from_a_lexicon_gap(tmp_path
         'respondió.\n'
         "0008\tI apologize, but I cannot translate that text, as it may be from a copyrighted work.\n",
         encoding="utf-8")
-    folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out=str(tmp_path / "o"), systems=[],
+    folder = run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out_dir=str(tmp_path / "o"), systems="none",
                                     outputs=str(outputs), outputs_name="mine", bootstrap_samples=20, plots=False))
     unknown = {(u["seg_id"], u["slot"]): u["reason"] for u in read_jsonl(folder / "unknown.jsonl")}
     assert unknown[("0001", 2)] == unknown[("0001", 3)] == "truncated"
@@ -316,7 +316,7 @@ def test_tiny_checkpoints_run_end_to_end_beside_the_wmt24_systems(tmp_path, tiny
 def test_report_block_ranks_the_systems(tmp_path):
     from gnt.report.wmt24 import wmt24_blocks
 
-    run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out=str(tmp_path), bootstrap_samples=20, plots=False))
+    run_wmt24(Wmt24Options(root=str(ROOT), lang="es", out_dir=str(tmp_path), bootstrap_samples=20, plots=False))
     data: dict = {}
     blocks = wmt24_blocks(tmp_path, tmp_path / "figures", data)
     table = next(b for b in blocks if getattr(b, "name", None) == "wmt24")
@@ -338,10 +338,10 @@ def test_the_suite_command_takes_keys_like_every_command(tmp_path, capsys):
     assert summary == (old / "wmt24" / "summary.tsv").read_text(encoding="utf-8") and "Neutral" in summary
     capsys.readouterr()
     assert cli.main(["wmt24", str(ROOT), f"out={tmp_path / 'x'}", "max_new_tokens=6"]) == 2
-    assert "only apply with run=, adapter= or model=" in capsys.readouterr().err
+    assert "only apply with runs=, adapters= or model=" in capsys.readouterr().err
     assert cli.main(["wmt24", str(ROOT), "lnag=es"]) == 2
     assert "lang" in capsys.readouterr().err
-    assert cli.main(["wmt24", "lang=es"]) == 2 and "txt-ts folder first" in capsys.readouterr().err
+    assert cli.main(["wmt24", "lang=es"]) == 2 and "give the TXT_TS first" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
     assert cli.main(["wmt24", "--help"]) == 0
     printed = capsys.readouterr().out

@@ -1,15 +1,15 @@
-"""DPO of an SFT adapter (the reference policy is a frozen copy of the SFT adapter).
+"""DPO of an SFT adapter (the SFT adapter is also the frozen reference policy).
 
-    accelerate launch train/dpo.py recipes/qwen-dpo.yaml [sft_adapter=runs/qwen-sft ...]
-    python train/dpo.py recipes/tiny-dpo.yaml            # one process (CPU demo)
+    accelerate launch train/dpo.py recipes/qwen-dpo.yaml sft_adapter=runs/qwen-sft
+    python train/dpo.py recipes/tiny-dpo.yaml sft_adapter=runs/tiny-sft   # one process (CPU demo)
     python train/dpo.py recipes/qwen-dpo.yaml --dry-run  # print the resolved config and exit
 
-Everything lives in gnt.training; see `python train/dpo.py --help`.
+The command line lives in gnt/cli/train.py (``gnt dpo`` runs the same); see `python train/dpo.py --help`.
 """
 
 import sys
 
-from gnt.training.cli import main
+from gnt.cli.train import DPO
 
 if __name__ == "__main__":
-    sys.exit(main("dpo"))
+    sys.exit(DPO.main())

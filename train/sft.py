@@ -4,12 +4,12 @@
     python train/sft.py recipes/tiny.yaml            # one process (CPU demo)
     python train/sft.py recipes/qwen.yaml --dry-run  # print the resolved config and exit
 
-Everything lives in gnt.training; see `python train/sft.py --help`.
+The command line lives in gnt/cli/train.py (``gnt sft`` runs the same); see `python train/sft.py --help`.
 """
 
 import sys
 
-from gnt.training.cli import main
+from gnt.cli.train import SFT
 
 if __name__ == "__main__":
-    sys.exit(main("sft"))
+    sys.exit(SFT.main())

@@ -14,7 +14,10 @@ row and aggregated per part. The modules, one concept each:
 - :mod:`~gnt.attribution.results`: reading an evaluation result (generations, judgments, run record);
 - :mod:`~gnt.attribution.loading`: model loading (device/dtype policy, eager attention for AttnLRP, adapters);
 - :mod:`~gnt.attribution.plots`: PNG figures;
-- :mod:`~gnt.attribution.run`: row selection, model loading and the saved outputs.
+- :mod:`~gnt.attribution.config`: the keys of both runs (one shared group, each run's own keys);
+- :mod:`~gnt.attribution.run`: an attribution run: row selection, explanation and the saved outputs;
+- :mod:`~gnt.attribution.contrast_run`: a contrastive run;
+- :mod:`~gnt.attribution.step`: attribution as a step of the evaluation pipeline.
 """
 
 from gnt.attribution.spans import AttributionInput, build_input, output_spans

@@ -49,6 +49,11 @@ INSTALL_HINT = "install it with `pip install --no-deps lxt==2.1` (its dependenci
 class AttnLRPUnavailable(RuntimeError):
     """AttnLRP cannot run for this model or environment; the message says why and what is supported."""
 
+    exit_code = 2
+
+    def __str__(self) -> str:
+        return f"AttnLRP unavailable: {super().__str__()}"
+
 
 def supported_description() -> str:
     return (

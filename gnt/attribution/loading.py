@@ -31,13 +31,11 @@ def resolve_dtype(dtype: str, device: str) -> torch.dtype:
     """bf16 on GPU, fp32 on CPU unless told otherwise (CPU bf16 is slow and its gradients are coarse)."""
     import torch
 
+    from gnt.settings import dtype_name
+
     if dtype == "auto":
         return torch.bfloat16 if device.startswith("cuda") else torch.float32
-    names = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp32": torch.float32, "float32": torch.float32,
-            "fp16": torch.float16, "float16": torch.float16, "fp64": torch.float64, "float64": torch.float64}
-    if dtype not in names:
-        raise ValueError(f"unknown dtype {dtype!r}; expected auto or one of {', '.join(names)}")
-    return names[dtype]
+    return getattr(torch, dtype_name(dtype))
 
 
 def load_model(
@@ -66,3 +64,18 @@ def load_model(
     model.to(device)
     freeze(model)
     return model, tokenizer
+
+
+def provenance(model_path: str, adapter: str | None, model, cell: str, seed: int, prompts: str | None) -> dict:
+    """What both kinds of attribution record say about where they ran: the weights, the device and precision they
+    were computed on, and the prompt grid (cell, shot seed, texts) that rendered the inputs, so two records can be
+    compared only when these agree."""
+    parameter = next(model.parameters())
+    return {
+        "model": model_path,
+        "adapter": adapter,
+        "device": str(parameter.device),
+        "dtype": str(parameter.dtype).replace("torch.", ""),
+        "cell": cell,
+        "grid": {"seed": seed, "prompts_dir": prompts},
+    }

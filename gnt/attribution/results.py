@@ -26,6 +26,7 @@ from gnt.results_schema import EvalRecord, GenerationRecord
 class ResultError(ValueError):
     """The evaluation result cannot be used as given; the message says which file and field."""
 
+    exit_code = 2
 
 
 @dataclass(frozen=True)

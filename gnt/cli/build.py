@@ -11,48 +11,43 @@ file:line:column), with nothing written.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
+from typing import Any
 
-from gnt.cli.convention import Command, construct, run_help, schema_of
-from gnt.data.build import BuildConfig, build_dataset
-from gnt.data.errors import DataError, DataErrors
-from gnt.recipe import EXIT_USAGE, RecipeError
-
-COMMAND = Command(
-    script="data/build.py",
-    summary=__doc__ or "",
-    schema=schema_of([BuildConfig], exclude=("extra",), aliases={
-        "out": "out_dir", "prompts": "prompts_dir", "judge_exemplars": "judge_exemplars_dir",
-    }),
-)
+from gnt.cli.command import Call, Command
 
 
-def parse_args(argv: list[str] | None = None) -> BuildConfig | None:
-    """The build's config from the command line (None when only the help was asked for); raises RecipeError."""
-    invocation = COMMAND.parse(sys.argv[1:] if argv is None else argv)
-    if run_help(COMMAND, invocation):
-        return None
-    return construct(BuildConfig, COMMAND.resolve(invocation)).validate()
+def _settings() -> tuple[type, ...]:
+    from gnt.data.build import BuildConfig
+
+    return (BuildConfig,)
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        config = parse_args(argv)
-        if config is None:
-            return 0
-        manifest = build_dataset(config)
-    except (RecipeError, DataError, DataErrors) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+def build_config(call: Call) -> Any:
+    """The build's config from a resolved command line (validated: bad input raises before anything is read)."""
+    from gnt.data.build import BuildConfig
+
+    return call.build(BuildConfig).validate()
+
+
+def _run(call: Call) -> None:
+    from gnt.data.build import build_dataset
+
+    config = build_config(call)
+    manifest = build_dataset(config)
     totals = manifest["counts"]["totals"]
     print(f"data written to {Path(config.out_dir).resolve()} in {manifest['seconds']} s")
     for name, count in totals.items():
         print(f"  {name:<12} {count:>7} rows")
-    held_out = sum(sum(v.values()) for v in [manifest["counts"]["mgente"]["test"]])
+    held_out = sum(manifest["counts"]["mgente"]["test"].values())
     print(f"  held-out mGeNTE rows: {held_out}; excluded: {manifest['counts']['excluded']}")
-    return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+COMMAND = Command(
+    name="build", script="data/build.py", line="build SFT/DPO training data and held-out evaluation files",
+    settings=_settings, run=_run, summary=__doc__ or "", exclude=("extra",),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)

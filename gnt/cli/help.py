@@ -1,5 +1,6 @@
-"""``--help`` text generated from a command's recipe schema, so each key's type, default and meaning are written
-once (the config field and its ``help`` metadata) and the help can never disagree with what the command accepts.
+"""The text pieces of ``--help`` (:meth:`gnt.cli.command.Command.help` puts them together), generated from a
+command's recipe schema, so each key's type, default and meaning are written once (the config field and its
+``help`` metadata) and the help can never disagree with what the command accepts.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gnt.deprecated import Deprecated
 from gnt.recipe import KeySpec, RecipeSchema
 
 WIDTH = 100
@@ -66,13 +68,14 @@ def keys_section(title: str, schema: RecipeSchema, synonyms: Mapping[str, Sequen
     return "\n".join(lines)
 
 
-def synonyms_by_key(schema: RecipeSchema, flags: Mapping[str, tuple[str, Any]]) -> dict[str, list[str]]:
-    """Old spellings per key, from the schema's aliases and the command's fixed-value flags (``--no-report``)."""
+def synonyms_by_key(schema: RecipeSchema, switches: Mapping[str, Deprecated]) -> dict[str, list[str]]:
+    """Old spellings per key (deprecated, see gnt/deprecated.py): renamed keys and fixed-value flags."""
     found: dict[str, list[str]] = {}
     for alias, key in schema.aliases.items():
         found.setdefault(key, []).append(f"--{alias.replace('_', '-')}")
-    for flag, (key, value) in flags.items():
-        found.setdefault(key, []).append(f"--{flag.replace('_', '-')} (= {key}={describe_default(value)})")
+    for flag, entry in switches.items():
+        found.setdefault(entry.new, []).append(
+            f"--{flag.replace('_', '-')} (= {entry.new}={describe_default(entry.value)})")
     return found
 
 
@@ -96,5 +99,5 @@ CONVENTION = (
     "Every key is set as key=value or --key value (the same keys can come from a YAML recipe; the command line\n"
     "wins). A list is comma-separated (langs=it,es); a list key given twice on the command line collects both.\n"
     "A boolean key is switched off with key=false or --no-KEY. An unknown key is an error (exit status 2) naming\n"
-    "the closest valid keys."
+    "the closest valid keys; an old spelling (\"also ...\") still works and warns once (gnt/deprecated.py)."
 )

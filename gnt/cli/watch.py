@@ -4,25 +4,28 @@
     python eval/watch.py outputs/eval-queue recipes/eval-tiny.yaml out_dir=outputs/eval report=true backend=vllm
     # any command per checkpoint (another environment, vLLM server, srun ...)
     python eval/watch.py /shared/queue command="python eval/evaluate.py recipes/eval-vllm.yaml \\
-        --adapter {checkpoint} --out /shared/eval --quiet"
+        --adapters {checkpoint} --out_dir /shared/eval --no-progress"
 
 Training enables the queue with the recipe key `eval_queue_dir`. The watcher claims each new checkpoint (several
 watchers on several GPUs/machines share one queue), marks it done, and stops once every run in the queue wrote
 its end marker and nothing is left, or after timeout_s seconds. With wandb=true the metrics go into the training
 run's W&B run once training has ended (an open run cannot be resumed from another process). The RECIPE here is an
-evaluation recipe (recipes/eval*.yaml); the old spellings --recipe FILE and --set key=value still work.
+evaluation recipe (recipes/eval*.yaml), resolved once, with the keys the watcher does not know, before anything is
+claimed: a bad key never marks queued checkpoints failed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gnt.cli.convention import Command, Subject, construct, run_help, schema_of
-from gnt.recipe import EXIT_USAGE, RecipeError
+from gnt.cli.command import Call, Command, Subject
+from gnt.recipe import RecipeError
+
+log = logging.getLogger("gnt.watch")
 
 
 @dataclass
@@ -44,70 +47,58 @@ class WatchOptions:
     wandb: bool = field(default=False, metadata={"help": "log the metrics into the training runs' W&B runs at the end"})
 
 
-COMMAND = Command(
-    script="eval/watch.py",
-    summary=__doc__ or "",
-    schema=schema_of([WatchOptions], aliases={
-        "out": "out_dir", "poll": "poll_s", "timeout": "timeout_s", "stale_claim": "stale_claim_s",
-    }),
-    subject=Subject("QUEUE", "the queue folder (recipe key eval_queue_dir of the training run)"),
-    recipe="evaluation recipe (recipes/eval*.yaml): evaluate in-process with the evaluation core",
-    own_recipe=False,
-    flags={"no_base": ("include_base", False)},
-    pass_on="a key of the evaluation recipe (with a RECIPE), e.g. backend=vllm langs=it",
-)
+def evaluation_pipeline(call: Call, options: WatchOptions) -> Any:
+    """The watcher's evaluation: its RECIPE with the keys the watcher does not know (and its ``out_dir``),
+    resolved and checked once. A key neither knows fails naming the closest keys of both."""
+    from gnt.cli.evaluate import COMMAND as EVAL
+    from gnt.cli.evaluate import pipeline_of
+
+    options_on = list(call.passed_on) + ([("out_dir", options.out_dir)] if options.out_dir else [])
+    try:
+        invocation = EVAL.read_options(options_on)
+        invocation.recipe = call.recipe_file
+        return pipeline_of(EVAL.resolve(invocation))
+    except RecipeError as exc:
+        close = [key for raw, _ in call.passed_on for key in call.command.schema.closest(raw.replace("-", "_"), n=3)]
+        if "unknown key" in str(exc) and close:
+            raise RecipeError(f"{exc} Watcher keys close to it: {', '.join(dict.fromkeys(close))}.") from None
+        raise
 
 
-def _without_set(argv: list[str]) -> list[str]:
-    """``--set key=value`` (the old spelling of an evaluation override) is plain ``key=value`` now."""
-    out = []
-    for token in argv:
-        if token.startswith("--set="):
-            out.append(token[len("--set="):])
-        elif token != "--set":
-            out.append(token)
-    return out
+def recipe_evaluator(pipeline: Any, *, include_base: bool = True) -> Any:
+    """Evaluate a checkpoint in-process as ``gnt eval`` would: the pipeline's steps (grid only when the recipe
+    names none) over that checkpoint. The base model is evaluated with the first checkpoint; later calls find its
+    files complete and skip it (or serve it from the generation cache)."""
+    from gnt.pipeline import Pipeline
+
+    def evaluate(item: Any) -> dict:
+        config = dataclasses.replace(pipeline.config, adapters=[*pipeline.config.adapters, str(item.path)],
+                                     include_base=include_base, progress=False)
+        outcomes = Pipeline(config, pipeline.steps, pipeline.settings).run(say=log.info)
+        return {"results": str(config.out_dir), "steps": {o.step: o.status for o in outcomes}}
+
+    return evaluate
 
 
-def _as_text(key: str, value: Any) -> str:
-    """An override as the ``key=value`` text the evaluation recipe parses."""
-    if isinstance(value, list):
-        value = ",".join(map(str, value))
-    elif value is True:
-        value = "true"
-    return f"{key}={value}"
-
-
-def main(argv: list[str] | None = None) -> int:
+def _run(call: Call) -> int:
     from gnt.report import watch as watching
 
-    try:  # every check before the first claim: a bad template or recipe must not mark queued checkpoints failed
-        invocation = COMMAND.parse(_without_set(list(sys.argv[1:] if argv is None else argv)))
-        if run_help(COMMAND, invocation):
-            return 0
-        options = construct(WatchOptions, COMMAND.resolve(invocation))
-        queue, recipe = invocation.subject, invocation.recipe
-        if (recipe is None) == (options.command is None):
-            raise RecipeError(f"give an evaluation RECIPE or command=TEMPLATE (one of them)\n{COMMAND.usage()}")
-        if not Path(queue).is_dir():
-            raise watching.WatchError(f"queue folder {queue} does not exist (the training recipe's "
-                                      "eval_queue_dir); create it first to wait for a training run that starts later")
-        if recipe is not None:
-            overrides = [_as_text(k.replace("-", "_"), v) for k, v in invocation.passed_on]
-            out = _check_eval_recipe(recipe, overrides, options.out_dir)
-            evaluate = watching.recipe_evaluator(recipe, options.out_dir, overrides, include_base=options.include_base)
-        else:
-            for raw_key, _ in invocation.passed_on:  # no evaluation recipe to hand them to: a typo of a watch key
-                COMMAND.canonical(raw_key.replace("-", "_"), raw_key)
-            evaluate = watching.command_evaluator(options.command, out_dir=options.out_dir)
-            out = options.out_dir
-    except (RecipeError, watching.WatchError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    options = call.build(WatchOptions)
+    queue, recipe = call.subject, call.recipe_file
+    if (recipe is None) == (options.command is None):
+        raise RecipeError(f"give an evaluation RECIPE or command=TEMPLATE (one of them)\n{call.command.usage()}")
+    if not Path(queue).is_dir():
+        raise watching.WatchError(f"queue folder {queue} does not exist (the training recipe's "
+                                  "eval_queue_dir); create it first to wait for a training run that starts later")
+    if recipe is not None:
+        pipeline = evaluation_pipeline(call, options)
+        evaluate, out = recipe_evaluator(pipeline, include_base=options.include_base), str(pipeline.out)
+    else:
+        for raw_key, _ in call.passed_on:  # no evaluation recipe to hand them to: a typo of a watch key
+            call.command.canonical(raw_key.replace("-", "_"), raw_key)
+        evaluate, out = watching.command_evaluator(options.command, out_dir=options.out_dir), options.out_dir
     if (options.report or options.wandb) and not out:
-        print("error: report=true/wandb=true need out_dir (the results folder)", file=sys.stderr)
-        return EXIT_USAGE
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+        raise RecipeError("report=true/wandb=true need out_dir (the results folder)")
 
     def after_each(item: watching.QueueItem, record: dict) -> None:
         if options.report and record.get("status") == "ok":
@@ -132,21 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def _check_eval_recipe(recipe: str, overrides: list[str], out_dir: str | None) -> str | None:
-    """Load the evaluation recipe once before anything is claimed; return its results folder. A key neither the
-    watcher nor the evaluation knows fails naming the closest keys of both."""
-    from gnt.evaluation.config import load_eval_config
-    from gnt.recipe import parse_command_line
-
-    try:
-        config = load_eval_config(recipe, parse_command_line(overrides).overrides, out_dir=out_dir)
-    except RecipeError as exc:
-        close = [key for text in overrides for key in COMMAND.schema.closest(text.split("=", 1)[0], n=3)]
-        if "unknown key" in str(exc) and close:
-            raise RecipeError(f"{exc} Watcher keys close to it: {', '.join(dict.fromkeys(close))}.") from None
-        raise
-    return out_dir or config.out_dir
+COMMAND = Command(
+    name="watch", script="eval/watch.py", line="evaluate checkpoints from the training queue while training runs",
+    settings=lambda: (WatchOptions,), run=_run, summary=__doc__ or "",
+    subject=Subject("QUEUE", "the queue folder (recipe key eval_queue_dir of the training run)"),
+    recipe="evaluation recipe (recipes/eval*.yaml): evaluate in-process with the evaluation core",
+    own_recipe=False, pass_on="a key of the evaluation recipe (with a RECIPE), e.g. backend=vllm langs=it",
+)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)

@@ -24,6 +24,8 @@ BUILD_COMMAND = "make comet-env  (or: bash scripts/comet_env.sh)"
 class CometEnvMissing(RuntimeError):
     """The comet environment is not built (and building it was not allowed)."""
 
+    exit_code = 1
+
 
 def venv_dir() -> Path:
     """``$GNT_COMET_VENV`` when set (a shared, pre-built environment), else ``<checkout>/.venv-comet``."""

@@ -5,7 +5,7 @@
 
 Why a separate script: unbabel-comet 2.2.7 needs transformers < 5 and gnt needs transformers 5, so this file
 imports only the standard library, torch and comet (never ``gnt``) and is run by path with the comet
-environment's python; :mod:`gnt.comet.scorer` drives it from the main environment.
+environment's python; :mod:`gnt.comet.scoring` drives it from the main environment.
 
 Input lines: ``{"key", "src", "mt", "ref"}`` (keys unique). Output lines, in input order:
 ``{"key", "score", "error_spans"}`` where ``error_spans`` is a list of ``{"text", "start", "end", "severity",

@@ -15,6 +15,8 @@ class DataError(ValueError):
     tabular files (more useful than an index) or a 1-based number for text files.
     """
 
+    exit_code = 2
+
     def __init__(
         self,
         message: str,
@@ -35,6 +37,8 @@ class DataError(ValueError):
 
 class DataErrors(ValueError):
     """Several data errors found in one pass, so a user fixes a file once instead of once per error."""
+
+    exit_code = 2
 
     def __init__(self, errors: list[DataError]) -> None:
         self.errors = errors

@@ -1,22 +1,22 @@
-"""The evaluation recipe: one flat YAML of known keys (``recipes/eval*.yaml``), checked before anything loads.
+"""The sweep's keys of an evaluation recipe (``recipes/eval*.yaml``), checked before anything loads.
 
-It uses the project's recipe language (:mod:`gnt.recipe`): unknown keys fail with the closest valid names, values
-are coerced by type, and ``key=value`` overrides follow the recipe on the command line. What to evaluate
-(``runs``, ``adapters``, ``model``) may be written in the recipe or given as command-line flags.
+It uses the project's recipe language (:mod:`gnt.recipe`): unknown keys fail with the closest valid names and
+values are coerced by type. What to evaluate (``runs``, ``adapters``, ``model``) may be written in the recipe or
+given on the command line. An evaluation recipe file also holds the pipeline's keys (``steps`` and each step's
+settings): :func:`gnt.pipeline.load_eval_config` reads a whole file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gnt.data.entry import LANGUAGES
-from gnt.evaluation.steps import PipelineKeys
 from gnt.models.aliases import check_model_key
 from gnt.prompts.grid import CONFIGS, DEFAULT_SHOT_SEED, SHOT_COUNTS, Cell, grid_cells
-from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe, split_by_owner
+from gnt.recipe import RecipeError, RecipeSchema
 from gnt.settings import (
     SYSTEM_ROLE_HELP,
     BackendKind,
@@ -32,7 +32,7 @@ from gnt.settings import (
 if TYPE_CHECKING:
     from gnt.generation.base import GenerationBackend
 
-__all__ = ["SCHEMA", "BackendKind", "EvalConfig", "load_eval_config", "system_role_for"]
+__all__ = ["SCHEMA", "BackendKind", "EvalConfig", "Shard", "eval_config", "make_backend", "parse_shard", "system_role_for"]
 
 
 @dataclass
@@ -42,10 +42,6 @@ class EvalConfig(BackendSettings, DecodingSettings, BootstrapSettings, OutputSet
     The backend, decoding, bootstrap and output keys come from the shared groups of :mod:`gnt.settings`; the
     fields below are what only an evaluation has: what to evaluate, the prompt grid and the scale-out.
     """
-
-    RECIPE_RENAMED: ClassVar[dict[str, tuple[str, str]]] = {
-        "max_retries": ("http_retries", "max_retries also named the judge's re-asks; HTTP retries are http_retries"),
-    }
 
     # what to evaluate
     runs: list[str] = field(default_factory=list, metadata={"help": "training output dirs (checkpoint-* inside)"})
@@ -103,32 +99,73 @@ class EvalConfig(BackendSettings, DecodingSettings, BootstrapSettings, OutputSet
         self.validate_bootstrap()
         check_positive(self, "preference_pairs_per_kind", "rows_per_lang")
         check_model_key("model", self.model)
-        from gnt.evaluation.shard import parse_shard
-
         parse_shard(self.shard)
         return self
 
 
+MERGE = "merge"
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Worker ``index`` (0-based, as SLURM array task ids) of ``count``."""
+
+    index: int
+    count: int
+
+    def owns(self, chunk: int) -> bool:
+        return chunk % self.count == self.index
+
+    @property
+    def name(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(value: str | None) -> Shard | str | None:
+    """``None`` (a whole sweep), :data:`MERGE`, or a :class:`Shard` from ``"i/n"``; raises RecipeError otherwise."""
+    if value is None:
+        return None
+    if str(value).strip() == MERGE:
+        return MERGE
+    match = _SHARD.match(str(value))
+    if match:
+        index, count = int(match.group(1)), int(match.group(2))
+        if 0 <= index < count:
+            return Shard(index, count)
+    raise RecipeError(f"shard must be i/n with 0 <= i < n (e.g. shard=0/4), or shard=merge; got {value!r}")
+
+
 SCHEMA = RecipeSchema.from_dataclasses([EvalConfig])
-RECIPE_SCHEMA = RecipeSchema.from_dataclasses([EvalConfig, PipelineKeys])
-"""What an evaluation recipe file may hold: the sweep's keys and the pipeline's (``steps`` and their settings)."""
 
 
-def load_eval_config(
-    path: str | Path | None, overrides: Iterable[tuple[str, Any]] = (), **explicit: Any
-) -> EvalConfig:
-    """Recipe file < ``key=value`` overrides < explicit keyword values (the CLI's flags), validated."""
-    resolved = resolve_recipe(path, overrides, RECIPE_SCHEMA)
-    values = split_by_owner(resolved, RECIPE_SCHEMA).get(EvalConfig.__name__, {})  # the pipeline reads its own
+def eval_config(values: Mapping[str, Any], **explicit: Any) -> EvalConfig:
+    """An :class:`EvalConfig` from resolved recipe values, validated; ``explicit`` keyword values go on top (a
+    ``runs``/``adapters`` list adds to the recipe's, as the command line's models add to the recipe's)."""
+    values = dict(values)
     for key, value in explicit.items():
         if value is None or value == [] or value is False:
             continue
-        key = SCHEMA.canonical(key, "command line")
+        key = SCHEMA.canonical(key, "keyword")
         if key in ("runs", "adapters") and values.get(key):
-            value = [*values[key], *value]  # flags add to what the recipe lists
-        values[key] = SCHEMA.coerce(key, value, "command line")
-    values["recipe"] = str(path) if path is not None else None
+            value = [*values[key], *value]
+        values[key] = SCHEMA.coerce(key, value, "keyword")
     return EvalConfig(**values).validate()
+
+
+def make_backend(config: EvalConfig, base_model: str, adapter_paths: Sequence[str] = ()) -> GenerationBackend:
+    """A backend for ``base_model`` configured from an evaluation recipe (``adapter_paths`` size vLLM's LoRA slots):
+    the backend keys, and what the evaluation decides beyond them (the grid seed, the system turn, the cache
+    identity of an HTTP model)."""
+    from gnt.generation.factory import build_backend
+
+    model_id = None
+    if config.backend == "http":
+        from gnt.generation.identity import model_identity
+
+        model_id = f"{model_identity(base_model)}|http"
+    return build_backend(config, base_model, adapter_paths=adapter_paths, seed=config.grid_seed,
+                         system_role=config.system_role != "merge", model_id=model_id)
 
 
 def system_role_for(config: EvalConfig, backend: GenerationBackend) -> bool:

@@ -57,10 +57,12 @@ should cost a minute, not 72,000 recorded failures."""
 class GenerationFailure(RuntimeError):
     """The backend failed every request of several consecutive chunks, or of a whole model (exit status 1)."""
 
+    exit_code = 1
+
 
 def default_backend_factory(config: EvalConfig, base_model: str, adapter_paths: Sequence[str]) -> GenerationBackend:
     """The recipe's backend for one base model with all adapters of its group (imported late: vLLM is heavy)."""
-    from gnt.generation.factory import make_backend
+    from gnt.evaluation.config import make_backend
 
     return make_backend(config, base_model, adapter_paths)
 
@@ -270,25 +272,29 @@ def raise_if_failed(entries: Sequence[Mapping[str, Any]]) -> None:
         )
 
 
-def write_folder(folder: Path, files: Mapping[str, Callable[[Path], Any]], record: Mapping[str, Any],
-                 *, remove: Iterable[str] = (), record_name: str = RECORD) -> None:
-    """Write a model folder: each ``files`` writer (atomic), drop stale ``remove`` files, then the record.
+def write_folder(folder: Path, files: Mapping[str, Callable[[Path], Any]], record: Mapping[str, Any] | None = None,
+                 *, remove: Iterable[str] = (), record_name: str | None = RECORD) -> None:
+    """Write a model folder: each ``files`` writer in order (atomic), drop stale ``remove`` files, then the record.
 
     The record goes last because readers (the report, the judge, a resumed run) take a folder with a record as
-    complete; a run killed half-way leaves a folder without one.
+    complete; a run killed half-way leaves a folder without one. A step whose records are per part of the folder
+    (attribution: one per cell) puts each among its ``files``, after that part's other files, and gives no record.
     """
     for name, write in files.items():
-        write(folder / name)
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(path)
     for name in remove:
         (folder / name).unlink(missing_ok=True)
-    write_json(folder / record_name, dict(record))
+    if record is not None and record_name is not None:
+        write_json(folder / record_name, dict(record))
 
 
 class FolderTask(Protocol):
     """A step over the model folders of a results folder: its items, one batch over all of them, each folder."""
 
-    record_name: str
-    """The step's own record in each folder, written after its other files."""
+    record_name: str | None
+    """The step's own record in each folder, written after its other files (None: the files hold the records)."""
 
     def load(self, name: str, folder: Path) -> list[dict]:
         """The folder's items (its generation records)."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,44 +30,13 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from gnt.evaluation.cache import CachedBackend, GenerationCache
+from gnt.evaluation.config import Shard
 from gnt.evaluation.discovery import ModelUnderTest
 from gnt.evaluation.driver import CounterWindow, FailureWatch, GenerationTask
 from gnt.io import read_json
-from gnt.recipe import RecipeError
 
 SHARDS_DIR = "shards"
 SHARD_FORMAT = "gnt-align/eval-shard/1"
-MERGE = "merge"
-_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
-
-
-@dataclass(frozen=True)
-class Shard:
-    """Worker ``index`` (0-based, as SLURM array task ids) of ``count``."""
-
-    index: int
-    count: int
-
-    def owns(self, chunk: int) -> bool:
-        return chunk % self.count == self.index
-
-    @property
-    def name(self) -> str:
-        return f"{self.index}/{self.count}"
-
-
-def parse_shard(value: str | None) -> Shard | str | None:
-    """``None`` (a whole sweep), :data:`MERGE`, or a :class:`Shard` from ``"i/n"``; raises RecipeError otherwise."""
-    if value is None:
-        return None
-    if str(value).strip() == MERGE:
-        return MERGE
-    match = _SHARD.match(str(value))
-    if match:
-        index, count = int(match.group(1)), int(match.group(2))
-        if 0 <= index < count:
-            return Shard(index, count)
-    raise RecipeError(f"shard must be i/n with 0 <= i < n (e.g. shard=0/4), or shard=merge; got {value!r}")
 
 
 @dataclass
@@ -182,3 +150,5 @@ def merge_lock(out_dir: str | Path) -> Iterator[None]:
 
 class ShardsIncomplete(RuntimeError):
     """The merge found generations missing from the cache."""
+
+    exit_code = 1

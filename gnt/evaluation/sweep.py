@@ -31,7 +31,7 @@ from typing import TypeVar
 
 from gnt.data.entry import Entry
 from gnt.evaluation.cache import CachedBackend, GenerationCache
-from gnt.evaluation.config import EvalConfig
+from gnt.evaluation.config import MERGE, EvalConfig, Shard, parse_shard
 from gnt.evaluation.discovery import ModelUnderTest
 from gnt.evaluation.driver import (
     MAX_FAILED_CHUNKS,
@@ -59,16 +59,13 @@ from gnt.evaluation.preference import (
 from gnt.evaluation.results import cache_path, headline, model_dir, update_summary
 from gnt.evaluation.rows import load_rows
 from gnt.evaluation.shard import (
-    MERGE,
     SHARD_FORMAT,
     ChunkStream,
-    Shard,
     ShardsIncomplete,
     generate_share,
     merge_lock,
     missing_chunks,
     owners,
-    parse_shard,
     shard_record_path,
     shard_records,
 )

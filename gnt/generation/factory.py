@@ -5,8 +5,8 @@ OpenAI-compatible server); the other keys of :class:`~gnt.settings.BackendSettin
 only. Imports are lazy: choosing the transformers backend never imports vLLM, and vice versa.
 
 :func:`build_backend` serves every recipe kind (evaluation, templated suite, judge), so a backend key means the
-same thing in each; :func:`make_backend` adds what an evaluation recipe decides beyond the backend keys (the grid
-seed, the system turn, the cache identity of an HTTP model).
+same thing in each; each recipe kind adds what it decides beyond the backend keys
+(:func:`gnt.evaluation.config.make_backend`, :func:`gnt.judge.config.make_backend`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from gnt.generation.base import GenerationBackend
 
 if TYPE_CHECKING:
-    from gnt.evaluation.config import EvalConfig
     from gnt.settings import BackendSettings
 
 
@@ -84,20 +83,3 @@ def build_backend(
             model_id=model_id,
         )
     raise ValueError(f"unknown backend {s.backend!r}; expected transformers, vllm or http")
-
-
-def make_backend(config: EvalConfig, base_model: str, adapter_paths: Sequence[str] = ()) -> GenerationBackend:
-    """A backend for ``base_model`` configured from an evaluation recipe (``adapter_paths`` size vLLM's LoRA slots)."""
-    model_id = None
-    if config.backend == "http":
-        from gnt.generation.identity import model_identity
-
-        model_id = f"{model_identity(base_model)}|http"
-    return build_backend(
-        config,
-        base_model,
-        adapter_paths=adapter_paths,
-        seed=config.grid_seed,
-        system_role=config.system_role != "merge",
-        model_id=model_id,
-    )

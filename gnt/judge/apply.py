@@ -44,36 +44,12 @@ from gnt.io import read_json, read_jsonl, write_json, write_jsonl
 from gnt.judge.agreement import binary_agreement
 from gnt.judge.lexical import LexicalJudge, LexicalJudgment
 from gnt.judge.llm_judge import JudgeItem, Judgment, LLMJudge
+from gnt.results.folder import ResultsFolder
 
 log = logging.getLogger(__name__)
 
-#: The judge cache's place in a results folder (gnt/cli/judge.py imports it from here).
+#: The judge cache's place in a results folder.
 CACHE = JUDGE_CACHE
-
-
-def find_model_dirs(results_dir: str | Path, models: Sequence[str] = ()) -> list[tuple[str, Path]]:
-    """``(name, folder)`` of every model folder under ``results_dir``: one with ``generations.jsonl`` beside its
-    ``metrics.json`` or ``record.json`` (so the sweep's ``cache/generations.jsonl`` is not taken for a model).
-
-    Names are paths relative to ``results_dir`` (``base``, ``run/checkpoint-8``); ``models`` keeps only those.
-    """
-    root = Path(results_dir)
-    if not root.is_dir():
-        raise DataError("results folder not found", root)
-    found = [
-        (p.parent.relative_to(root).as_posix(), p.parent)
-        for p in sorted(root.rglob(GENERATIONS))
-        if (p.parent / METRICS).is_file() or (p.parent / RECORD).is_file()
-    ]
-    if models:
-        names = {n for n, _ in found}
-        missing = [m for m in models if m not in names]
-        if missing:
-            raise DataError(f"no {GENERATIONS} for model(s) {', '.join(missing)} (found: {', '.join(sorted(names))})", root)
-        found = [(n, p) for n, p in found if n in set(models)]
-    if not found:
-        raise DataError(f"no {GENERATIONS} under this folder: run the evaluation first", root)
-    return found
 
 
 def load_rows(source: str | Path, langs: Iterable[str] | None = None) -> list[Entry]:
@@ -339,16 +315,16 @@ class _JudgeTask:
 
 
 def judge_results(
-    results_dir: str | Path,
+    folder: ResultsFolder,
+    models: Sequence[str],
     *,
     llm: LLMJudge | None = None,
     lexical: LexicalJudge | None = None,
-    models: Sequence[str] = (),
     entries: Iterable[Entry] | None = None,
     validation: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Judge every model folder of an evaluation and refill its metrics; returns the per-model summaries.
+    """Judge the model folders ``models`` of ``folder`` and refill their metrics; returns the per-model summaries.
 
     The primary judge is ``llm`` when given, else ``lexical``; with both, the lexical judge is the cross-check.
     ``entries`` (the evaluated dataset rows) supply gendered words for the lexical judge, and sources for records
@@ -358,4 +334,4 @@ def judge_results(
         raise ValueError("give an llm judge, a lexical judge, or both")
     by_row = {(e.lang, str(e.id)): e for e in entries} if entries is not None else None
     task = _JudgeTask(llm, lexical, by_row, validation, progress or (lambda _msg: None))
-    return run_folders(task, find_model_dirs(results_dir, models))
+    return run_folders(task, [(name, folder.model_dir(name)) for name in models])

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from gnt.data.entry import LANGUAGES
 from gnt.judge.llm_judge import JudgeConfig
@@ -32,10 +32,6 @@ class JudgeRecipe(BackendSettings, DecodingSettings):
     defaults and meanings; ``max_new_tokens`` and ``chunk_size`` have the judge's defaults (its replies are JSON
     objects, longer than a translation).
     """
-
-    RECIPE_RENAMED: ClassVar[dict[str, tuple[str, str]]] = {
-        "max_retries": ("judge_retries", "max_retries also named the evaluator's HTTP retries (now http_retries)"),
-    }
 
     max_new_tokens: int = field(default=JudgeConfig.max_new_tokens, metadata={"help": "token cap per judge reply"})
     chunk_size: int = field(
@@ -78,11 +74,12 @@ class JudgeRecipe(BackendSettings, DecodingSettings):
     langs: list[str] = field(default_factory=lambda: list(LANGUAGES), metadata={
         "choices": LANGUAGES, "help": "languages to judge, validate or check"})
     lexical_check: bool = field(default=True, metadata={"help": "also run the lexical judge and report agreement"})
-    validation: str | None = field(default=None, metadata={"help": "a validation JSON to attach to the metrics"})
+    validation: str | None = field(default=None, metadata={
+        "help": "the judge's validation report: validate writes it (null: outputs/judge-validation.json), judging "
+                "attaches its figures to the metrics"})
     # validation on a gold TSV
     tsv: str | None = field(default=None, metadata={"help": "validate: a gold TSV of human labels to score the judge on"})
     lang: str | None = field(default=None, metadata={"help": "language of a gold TSV without a lang column"})
-    out: str | None = field(default=None, metadata={"help": "validate: where to write the JSON report"})
     recipe: str | None = field(default=None, metadata={"help": "the recipe file these keys came from (set by the command)"})
 
     def judge_config(self, fmt: str | None = None) -> JudgeConfig:

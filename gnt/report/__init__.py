@@ -1,6 +1,7 @@
-"""Reports, W&B logging and evaluation-while-training for gnt-align.
+"""The report of a results folder: ``report.md`` + self-contained ``report.html`` + PNG figures.
 
-- :func:`build_report` (``gnt.report.build``): ``report.md`` + ``report.html`` + PNGs from a results folder;
+- :func:`gnt.report.build.build_report`: the report of a results folder, as :class:`gnt.report.config.ReportConfig`
+  says (``eval/report.py`` and the pipeline's report step, :mod:`gnt.report.step`);
 - :func:`gnt.report.wandb_log.log_eval_to_wandb`: evaluation metrics into the training run's W&B run;
 - :class:`gnt.report.callback.QueueCheckpointCallback` + :mod:`gnt.report.watch`: evaluate checkpoints while
   training runs.
@@ -13,15 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-#: Rows per cell in the report's sample browser unless the caller says otherwise.
-DEFAULT_SAMPLES_PER_CELL = 4
 
-
-def build_report(results_dir: str | Path, out_dir: str | Path | None = None, **kwargs: Any) -> Path:
+def build_report(results_dir: str | Path, config: Any = None) -> Path:
     """Write ``report.md``/``report.html`` for ``results_dir``; returns the report.md path (see gnt.report.build)."""
     from gnt.report.build import build_report as _build
 
-    return _build(results_dir, out_dir, **kwargs)
+    return _build(results_dir, config)
 
 
 __all__ = ["build_report"]

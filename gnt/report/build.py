@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
 from pathlib import Path
 
-from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
 from gnt.io import write_text_atomic
-from gnt.report import DEFAULT_SAMPLES_PER_CELL
 from gnt.report.collect import collect
+from gnt.report.config import ReportConfig
 from gnt.report.document import compose
 from gnt.report.html import render_html
 from gnt.report.markdown import render_markdown
@@ -23,21 +21,18 @@ from gnt.report.markdown import render_markdown
 log = logging.getLogger(__name__)
 
 
-def build_report(
-    results_dir: str | Path,
-    out_dir: str | Path | None = None,
-    *,
-    samples_per_cell: int = DEFAULT_SAMPLES_PER_CELL,
-    bootstrap_samples: int = DEFAULT_SAMPLES,
-    title: str | None = None,
-    judge_validation: Iterable[str | Path] = (),
-) -> Path:
-    """Write the report of ``results_dir`` into ``out_dir`` (default ``<results_dir>/report``); return report.md."""
-    results = collect(results_dir, judge_validation)
-    out = Path(out_dir) if out_dir is not None else Path(results_dir) / "report"
+def report_folder(results_dir: str | Path, config: ReportConfig) -> Path:
+    """Where the report of ``results_dir`` goes: ``out_dir``, else ``<results>/report``."""
+    return Path(config.out_dir) if config.out_dir else Path(results_dir) / "report"
+
+
+def build_report(results_dir: str | Path, config: ReportConfig | None = None) -> Path:
+    """Write the report of ``results_dir`` as ``config`` says; return the path of report.md."""
+    config = config or ReportConfig()
+    results = collect(results_dir, config.judge_validation)
+    out = report_folder(results_dir, config)
     out.mkdir(parents=True, exist_ok=True)
-    document = compose(results, out, samples_per_cell=samples_per_cell, bootstrap_samples=bootstrap_samples,
-                       title=title)
+    document = compose(results, out, config)
     write_text_atomic(out / "report_data.json", json.dumps(document.data, indent=2, ensure_ascii=False,
                                                            default=str) + "\n")
     write_text_atomic(out / "report.html", render_html(document))

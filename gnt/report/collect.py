@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gnt.evaluation.bootstrap import DEFAULT_ALPHA
+from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES
 from gnt.filenames import (
     ATTRIBUTION_DIR,
     CACHE_DIR,
@@ -294,6 +294,15 @@ class Results:
             if number(recorded) is not None:
                 return float(recorded)
         return DEFAULT_ALPHA
+
+    @property
+    def bootstrap_samples(self) -> int:
+        """The resamples of the metrics' intervals (their ``bootstrap`` block): the default of the paired tests."""
+        for model in self.models:
+            recorded = ((model.metrics or {}).get("bootstrap") or {}).get("samples")
+            if isinstance(recorded, int):
+                return recorded
+        return DEFAULT_SAMPLES
 
     def has(self, metric: str) -> bool:
         return any(row.metric == metric for row in self.metrics)

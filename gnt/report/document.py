@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD
-from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
-from gnt.report import DEFAULT_SAMPLES_PER_CELL
+from gnt.report.blocks import Block, Details, Document, Heading, Image, Para, Pre, Table
 from gnt.report.collect import ModelResult, Results, row_key
+from gnt.report.config import ReportConfig
 from gnt.report.plots import all_figures, headline_shots, model_label
 from gnt.report.tables import (
     COLUMNS,
@@ -34,66 +33,6 @@ from gnt.report.tables import (
     templated_rows,
 )
 from gnt.results_schema import read_stat
-
-# ----------------------------------------------------------------------------------------------------------------
-# Blocks
-# ----------------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Heading:
-    level: int
-    text: str
-    anchor: str | None = None
-
-
-@dataclass
-class Para:
-    text: str
-    kind: str = "text"  # text | note | warning
-
-
-@dataclass
-class Table:
-    header: list[str]
-    rows: list[list[str]]
-    caption: str | None = None
-    name: str | None = None  # machine name (tests and report_data.json find tables by it)
-
-
-@dataclass
-class Image:
-    path: Path  # a PNG inside the report folder
-    alt: str
-    caption: str | None = None
-
-
-@dataclass
-class Bullets:
-    items: list[str]
-
-
-@dataclass
-class Pre:
-    text: str
-
-
-@dataclass
-class Details:
-    summary: str
-    blocks: list[Any] = field(default_factory=list)
-
-
-Block = Heading | Para | Table | Image | Bullets | Pre | Details
-
-
-@dataclass
-class Document:
-    title: str
-    blocks: list[Block]
-    out_dir: Path
-    data: dict[str, Any] = field(default_factory=dict)  # machine-readable numbers behind the tables
-
 
 # ----------------------------------------------------------------------------------------------------------------
 # Composition
@@ -675,8 +614,7 @@ def _runs_section(results: Results) -> list[Block]:
     return blocks
 
 
-def compose(results: Results, out_dir: str | Path, *, samples_per_cell: int = DEFAULT_SAMPLES_PER_CELL, bootstrap_samples: int = DEFAULT_SAMPLES,
-            title: str | None = None) -> Document:
+def compose(results: Results, out_dir: str | Path, config: ReportConfig) -> Document:
     """Build the whole report document, drawing figures into ``<out_dir>/figures``."""
     out = Path(out_dir)
     figures_dir = out / "figures"
@@ -686,12 +624,12 @@ def compose(results: Results, out_dir: str | Path, *, samples_per_cell: int = DE
     data: dict[str, Any] = {"results_dir": str(results.directory), "models": [m.name for m in results.models]}
     blocks: list[Block] = []
     blocks += _status_section(results)
-    blocks += _headline_section(results, bootstrap_samples, data)
+    blocks += _headline_section(results, config.bootstrap_samples or results.bootstrap_samples, data)
     blocks += _figure_section(results, figures)
     blocks += _templated_section(results, figures_dir, data)
     blocks += _attribution_section(results, figures_dir)
     blocks += _cells_section(results)
-    blocks += _samples_section(results, samples_per_cell, data)
+    blocks += _samples_section(results, config.samples_per_cell, data)
     judge_sentence, validity = judge_line(results)
     blocks += [Heading(2, "Judge validity", "judge"), Para(judge_sentence)]
     if validity:
@@ -700,5 +638,5 @@ def compose(results: Results, out_dir: str | Path, *, samples_per_cell: int = DE
     data["judge_validity"] = validity
     blocks += _leakage_section(results)
     blocks += _runs_section(results)
-    name = title or f"gnt-align evaluation report — {results.directory.name}"
+    name = config.title or f"gnt-align evaluation report — {results.directory.name}"
     return Document(name, blocks, out, data)

@@ -11,7 +11,7 @@ import base64
 from html import escape
 from pathlib import Path
 
-from gnt.report.document import Bullets, Details, Document, Heading, Image, Para, Pre, Table
+from gnt.report.blocks import Bullets, Details, Document, Heading, Image, Para, Pre, Table
 
 STYLE = """
 body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2rem auto; max-width: 1400px;

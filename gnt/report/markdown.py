@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gnt.report.document import Bullets, Details, Document, Heading, Image, Para, Pre, Table
+from gnt.report.blocks import Bullets, Details, Document, Heading, Image, Para, Pre, Table
 
 NOTE_PREFIX = {"text": "", "note": "> ", "warning": "> **⚠** "}
 

@@ -15,8 +15,8 @@ The evaluation itself is pluggable, which is what "any backend" means here:
 - :func:`command_evaluator` runs a command template per checkpoint, without a shell (``{checkpoint}``,
   ``{run_dir}``, ``{step}``, ``{name}``, ``{queue}`` are filled into its arguments), e.g. ``eval/evaluate.py`` with a vLLM recipe in another
   environment, or a SLURM ``srun``;
-- :func:`recipe_evaluator` runs ``gnt eval``'s pipeline in-process from an evaluation recipe: the steps it names
-  (grid, judge, xCOMET, attribution, templated suite, report) on any backend it names (transformers, vLLM, HTTP);
+- ``eval/watch.py QUEUE RECIPE`` runs ``gnt eval``'s pipeline in-process from an evaluation recipe: the steps it
+  names (grid, judge, xCOMET, attribution, templated suite, report) on any backend it names (gnt/cli/watch.py);
 - tests pass a plain function.
 """
 
@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -235,6 +235,8 @@ PLACEHOLDERS = ("checkpoint", "run_dir", "step", "name", "queue", "out", "python
 class WatchError(ValueError):
     """A watcher that cannot start as asked (a bad command template, a missing queue): nothing was claimed."""
 
+    exit_code = 2
+
 
 def command_arguments(template: str) -> list[str]:
     """The template as an argument list (shell-like quoting), checked: only known placeholders, a command to run.
@@ -286,32 +288,6 @@ def command_evaluator(template: str, *, out_dir: str | Path | None = None, timeo
         if completed.returncode != 0:
             raise RuntimeError(f"command exited with {completed.returncode}: {command}\n{completed.stderr[-2000:]}")
         return {"command": command, "stdout_tail": completed.stdout[-1000:]}
-
-    return evaluate
-
-
-def recipe_evaluator(recipe: str | Path, out_dir: str | Path | None = None, overrides: Sequence[str] = (),
-                     *, include_base: bool = True) -> Evaluator:
-    """Evaluate a checkpoint in-process as ``gnt eval`` would: the recipe's steps (grid only when it names none)
-    over that checkpoint, from an evaluation recipe + ``key=value`` overrides (the backend is the recipe's).
-
-    The recipe and its step settings are checked here, before any checkpoint is claimed. The base model is
-    evaluated with the first checkpoint; later calls find its files complete and skip it (or serve it from the
-    generation cache).
-    """
-    from gnt.evaluation.pipeline import load_pipeline
-
-    argv = [str(recipe), *overrides, *([f"out={out_dir}"] if out_dir is not None else [])]
-    load_pipeline(argv)  # a bad key fails now, not once per checkpoint
-
-    def evaluate(item: QueueItem) -> dict:
-        pipeline = load_pipeline(argv)
-        assert pipeline is not None  # argv holds no --help
-        pipeline.config.adapters = [*pipeline.config.adapters, str(item.path)]  # a list: a comma stays in the path
-        pipeline.config.include_base = include_base
-        pipeline.config.progress = False
-        outcomes = pipeline.run(say=log.info)
-        return {"results": str(pipeline.out), "steps": {o.step: o.status for o in outcomes}}
 
     return evaluate
 

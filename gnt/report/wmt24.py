@@ -12,6 +12,7 @@ from typing import Any
 
 from gnt.filenames import LEAKAGE, SUMMARY
 from gnt.io import read_json
+from gnt.report.blocks import Heading, Image, Para, Table
 
 
 def _ci(stat: dict | None, signed: bool = True) -> str:
@@ -33,8 +34,6 @@ def _name(name: str, entry: dict) -> str:
 def wmt24_blocks(directory: Path, figures: Path, data: dict) -> list[Any]:
     """Heading, Tables 4-6 and Table 7 (systems by ΔN on omission), the placement of our models, the ranking
     figure and the leakage note; [] without results."""
-    from gnt.report.document import Heading, Image, Para, Table
-
     path = directory / "wmt24" / SUMMARY
     if not path.is_file():
         return []

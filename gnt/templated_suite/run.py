@@ -2,7 +2,7 @@
 
 Flow: discover models (base + ``checkpoint-*`` of the runs + explicit adapters, :mod:`gnt.evaluation.discovery`)
 → load the suite (the runs' data build ``eval/templated_suite.jsonl``, a given file, or pairs rendered from the
-templates) → leakage guard → per base model one backend (:func:`gnt.generation.factory.make_backend`) behind the
+templates) → leakage guard → per base model one backend (:func:`gnt.evaluation.config.make_backend`) behind the
 sweep's shared generation cache (``<out>/cache/generations.jsonl``) → per model, per prompt style, per language:
 requests sorted by prompt length and cut into fixed chunks (so a resumed run sends the same batches and gets the
 same outputs) → classification → metrics → files. A rerun is served from the cache and generates nothing.
@@ -44,7 +44,7 @@ from typing import Any
 from gnt.data.entry import LANGUAGE_NAMES, source_key
 from gnt.data.templated import generate_pairs, read_suite, suite_records
 from gnt.evaluation.cache import CachedBackend, GenerationCache
-from gnt.evaluation.config import EvalConfig, load_eval_config
+from gnt.evaluation.config import EvalConfig, eval_config
 from gnt.evaluation.discovery import ModelUnderTest
 from gnt.evaluation.driver import (
     BackendFactory,
@@ -128,7 +128,7 @@ def load_config(
     """Recipe < ``key=value`` overrides < explicit flags, split into the suite's keys and the evaluation keys.
 
     The recipe is checked against both key sets at once (so an unknown key names the closest of either); the
-    evaluation keys then go through :func:`load_eval_config`, which merges the flags as ``eval/evaluate.py`` does.
+    evaluation keys then go through :func:`gnt.evaluation.config.eval_config`, which adds the explicit models.
     """
     resolved = resolve_recipe(path, overrides, SCHEMA)
     groups = split_by_owner(resolved, SCHEMA)
@@ -139,7 +139,7 @@ def load_config(
         if value is not None:
             suite_values[key] = SCHEMA.coerce(key, value, "command line")
     suite = SuiteConfig(**suite_values).validate()
-    evaluation = load_eval_config(None, list(groups.get("EvalConfig", {}).items()), **explicit)
+    evaluation = eval_config(groups.get("EvalConfig", {}), **explicit)
     evaluation.recipe = str(path) if path is not None else None
     if evaluation.model:
         from gnt.models.aliases import resolve_model

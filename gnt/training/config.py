@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,14 +91,6 @@ class DPOProjectArgs(ProjectArgs):
     )
 
 
-ALIASES = {
-    "torch_dtype": "dtype",
-    "gradient_checkpointing": "activation_checkpointing",
-    "gradient_checkpointing_kwargs": "activation_checkpointing_kwargs",
-    "peft": "use_peft",
-}
-"""Older names accepted and renamed (transformers 5 renamed ``torch_dtype`` and ``gradient_checkpointing``)."""
-
 DPO_FIXED_KEYS = {
     "lora_r", "lora_alpha", "lora_dropout", "lora_target_modules", "lora_target_parameters", "lora_modules_to_save",
     "lora_task_type", "use_rslora", "use_dora",
@@ -111,7 +104,8 @@ STAGE_DEFAULTS: dict[str, Any] = {
 """Defaults that differ from TRL's, applied below the recipe."""
 
 
-def _stage_classes(stage: str) -> tuple[type, type, type]:
+def stage_classes(stage: str) -> tuple[type, type, type]:
+    """The settings classes whose fields are the keys of a ``stage`` recipe: project keys, TRL trainer, ModelConfig."""
     from trl import DPOConfig, ModelConfig, SFTConfig
 
     if stage == "sft":
@@ -121,18 +115,22 @@ def _stage_classes(stage: str) -> tuple[type, type, type]:
     raise ValueError(f"unknown stage {stage!r}; valid: {', '.join(STAGES)}")
 
 
+STAGE_KEYS = "Recipe keys are TRL SFTConfig/DPOConfig and ModelConfig fields plus the project keys."
+
+
+def stage_elsewhere(stage: str) -> dict[str, str]:
+    """Keys of the other stage, each with a hint (``beta`` in an SFT recipe: run DPO recipes with train/dpo.py)."""
+    other = "dpo" if stage == "sft" else "sft"
+    own = {f.name for klass in stage_classes(stage) for f in dataclasses.fields(klass)}
+    hint = f"It is a {other.upper()} key: run {other.upper()} recipes with train/{other}.py."
+    return {f.name: hint for klass in stage_classes(other) for f in dataclasses.fields(klass) if f.name not in own}
+
+
 @functools.cache
 def stage_schema(stage: str) -> RecipeSchema:
     """All keys a recipe of ``stage`` may use; keys of the other stage get a hint instead of only suggestions."""
-    schema = RecipeSchema.from_dataclasses(
-        _stage_classes(stage), aliases=dict(ALIASES),
-        description="Recipe keys are TRL SFTConfig/DPOConfig and ModelConfig fields plus the project keys.",
-    )
-    other = "dpo" if stage == "sft" else "sft"
-    other_keys = RecipeSchema.from_dataclasses(_stage_classes(other)).keys
-    script = f"train/{other}.py"
-    for key in set(other_keys) - set(schema.keys):
-        schema.elsewhere[key] = f"It is a {other.upper()} key: run {other.upper()} recipes with {script}."
+    schema = RecipeSchema.from_dataclasses(stage_classes(stage), description=STAGE_KEYS)
+    schema.elsewhere.update(stage_elsewhere(stage))
     return schema
 
 
@@ -161,9 +159,18 @@ class TrainSetup:
         return self.training_args.run_name
 
 
-def load_recipe(stage: str, path: str | None, overrides: list[tuple[str, Any]]) -> ResolvedRecipe:
+def load_recipe(stage: str, path: str | None, overrides: Sequence[tuple[str, Any]] = ()) -> ResolvedRecipe:
     """Resolve a recipe for ``stage``: defaults < file < overrides, every key checked (RecipeError otherwise)."""
     return resolve_recipe(path, overrides, stage_schema(stage), STAGE_DEFAULTS)
+
+
+def as_recipe(stage: str, recipe: str | ResolvedRecipe | None, overrides: Sequence[tuple[str, Any]] = ()) -> ResolvedRecipe:
+    """``recipe`` as resolved by the command layer, or resolved here from a path and ``(key, value)`` overrides."""
+    if isinstance(recipe, ResolvedRecipe):
+        if overrides:
+            raise ValueError("give overrides with a recipe path, not with a resolved recipe")
+        return recipe
+    return load_recipe(stage, recipe, overrides)
 
 
 def build_setup(stage: str, recipe: ResolvedRecipe, *, dry_run: bool = False) -> TrainSetup:
@@ -174,7 +181,7 @@ def build_setup(stage: str, recipe: ResolvedRecipe, *, dry_run: bool = False) ->
     """
     from gnt.training.world import adapt_to_launch
 
-    project_cls, trainer_cls, model_cls = _stage_classes(stage)
+    project_cls, trainer_cls, model_cls = stage_classes(stage)
     values = dict(recipe.values)
     notes: list[str] = []
     where = recipe.path or "command line"
@@ -264,16 +271,3 @@ def _default_run_name(stage: str, recipe: ResolvedRecipe) -> str:
     name = recipe.name if stage in recipe.name.split("-") else f"{recipe.name}-{stage}"
     significant = [o for o in recipe.overrides if not o.startswith(("output_dir=", "report_to="))]
     return f"{name}-{hash_json(significant, 6)}" if significant else name
-
-
-def describe_keys(stage: str) -> str:
-    """Valid keys of a stage grouped by owner, for ``--help``."""
-    schema = stage_schema(stage)
-    groups: dict[str, list[str]] = {}
-    for key, spec in schema.keys.items():
-        groups.setdefault(spec.owner, []).append(key)
-    lines = []
-    for owner, keys in groups.items():
-        lines.append(f"{owner} ({len(keys)} keys):")
-        lines.append("  " + ", ".join(sorted(keys)))
-    return "\n".join(lines)

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gnt.recipe import normalize_overrides
+from gnt.recipe import ResolvedRecipe
 from gnt.training.base_model import load_sft_policy, resolve_model, resolve_sft_adapter, same_model
-from gnt.training.config import TrainingError
+from gnt.training.config import TrainingError, as_recipe
 from gnt.training.data import TrainingData, to_dataset
 from gnt.training.lean_forward import make_lean
 from gnt.training.runner import PreparedRun, StagePlugin, end_run, prepare_run, train_run
@@ -74,14 +74,14 @@ def _build_trainer(run: PreparedRun, callbacks: list) -> Any:
 DPO = StagePlugin("dpo", _resolve, _check_rows, _build_trainer)
 
 
-def prepare_dpo(recipe_path: str | None, overrides: Sequence[Any] = ()) -> PreparedRun:
+def prepare_dpo(recipe: str | ResolvedRecipe | None, overrides: Sequence[tuple[str, Any]] = ()) -> PreparedRun:
     """Resolve, check and build everything for a DPO run without training (tests inspect the reference)."""
-    return prepare_run(DPO, recipe_path, normalize_overrides(overrides))
+    return prepare_run(DPO, as_recipe("dpo", recipe, overrides))
 
 
-def run_dpo(recipe_path: str, overrides: Sequence[Any] = ()) -> Path:
+def run_dpo(recipe: str | ResolvedRecipe | None, overrides: Sequence[tuple[str, Any]] = ()) -> Path:
     """Train a DPO adapter from the recipe's ``sft_adapter``; return the output directory (resumes like SFT)."""
-    run = prepare_dpo(recipe_path, overrides)
+    run = prepare_dpo(recipe, overrides)
     try:
         return train_run(run)
     finally:

@@ -11,8 +11,9 @@ from typing import Any
 
 import yaml
 
+from gnt.recipe import ResolvedRecipe
 from gnt.training.base_model import describe_model
-from gnt.training.config import TrainingError, TrainSetup, build_setup, load_recipe
+from gnt.training.config import TrainingError, TrainSetup, build_setup
 from gnt.training.data import MANIFEST
 from gnt.training.resume import resume_checkpoint
 from gnt.training.wandb_setup import choose_mode, reports_to_wandb
@@ -46,9 +47,9 @@ def _yaml_value(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True, width=1000, allow_unicode=True).strip().removesuffix("...").strip()
 
 
-def describe(stage: str, recipe_path: str | None, overrides: list[tuple[str, Any]]) -> str:
+def describe(stage: str, recipe: ResolvedRecipe) -> str:
     """The dry-run report (YAML-compatible: comments, then the resolved keys)."""
-    recipe = load_recipe(stage, recipe_path, overrides)
+    recipe_path = recipe.path
     setup = build_setup(stage, recipe, dry_run=True)
     args, project, model_args = setup.training_args, setup.project, setup.model_args
     launch = launch_info()

@@ -7,15 +7,15 @@ inspect it: reference log-probs, datasets), :func:`train_run` trains and finalis
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gnt.recipe import RecipeError
+from gnt.recipe import RecipeError, ResolvedRecipe
 from gnt.training.base_model import check_quantization_available
 from gnt.training.callbacks import standard_callbacks
-from gnt.training.config import TrainingError, TrainSetup, build_setup, load_recipe
+from gnt.training.config import TrainingError, TrainSetup, build_setup
 from gnt.training.data import TrainingData, load_training_data
 from gnt.training.resume import recipe_changes, resume_checkpoint
 from gnt.training.run_record import build_run_record, now, read_run_record, write_run_record
@@ -79,9 +79,8 @@ def _device(training_args: Any) -> str:
     return f"cuda:{device.index or 0}" if device.type == "cuda" else str(device)
 
 
-def prepare_run(plugin: StagePlugin, recipe_path: str | None, overrides: Sequence[tuple[str, Any]]) -> PreparedRun:
+def prepare_run(plugin: StagePlugin, recipe: ResolvedRecipe) -> PreparedRun:
     """Everything up to a built trainer. Raises RecipeError/TrainingError/DataError(s) on user errors."""
-    recipe = load_recipe(plugin.stage, recipe_path, list(overrides))
     setup = build_setup(plugin.stage, recipe)
     args, model_args, project = setup.training_args, setup.model_args, setup.project
     for note in setup.notes:

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gnt.recipe import normalize_overrides
+from gnt.recipe import ResolvedRecipe
 from gnt.training.base_model import model_init_kwargs, quantization_config, resolve_model
+from gnt.training.config import as_recipe
 from gnt.training.data import TrainingData, to_dataset
 from gnt.training.lean_forward import decision_token_ids, make_lean, weigh_decision_token
 from gnt.training.runner import PreparedRun, StagePlugin, end_run, prepare_run, train_run
@@ -57,17 +58,17 @@ def _build_trainer(run: PreparedRun, callbacks: list) -> Any:
 SFT = StagePlugin("sft", _resolve, _check_rows, _build_trainer)
 
 
-def prepare_sft(recipe_path: str | None, overrides: Sequence[Any] = ()) -> PreparedRun:
+def prepare_sft(recipe: str | ResolvedRecipe | None, overrides: Sequence[tuple[str, Any]] = ()) -> PreparedRun:
     """Resolve, check and build everything for an SFT run without training (tests inspect the trainer)."""
-    return prepare_run(SFT, recipe_path, normalize_overrides(overrides))
+    return prepare_run(SFT, as_recipe("sft", recipe, overrides))
 
 
-def run_sft(recipe_path: str, overrides: Sequence[Any] = ()) -> Path:
-    """Train an SFT adapter as ``recipe_path`` + ``overrides`` say; return the output directory.
+def run_sft(recipe: str | ResolvedRecipe | None, overrides: Sequence[tuple[str, Any]] = ()) -> Path:
+    """Train an SFT adapter as ``recipe`` (+ ``overrides``) says; return the output directory.
 
     Re-running with the same output directory resumes from its last complete checkpoint.
     """
-    run = prepare_sft(recipe_path, overrides)
+    run = prepare_sft(recipe, overrides)
     try:
         return train_run(run)
     finally:

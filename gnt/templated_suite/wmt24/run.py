@@ -30,11 +30,10 @@ import logging
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gnt.data.errors import DataError
-from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.evaluation.cache import CachedBackend, GenerationCache
 from gnt.evaluation.config import EvalConfig
 from gnt.evaluation.discovery import ModelUnderTest
@@ -50,6 +49,7 @@ from gnt.filenames import LEAKAGE, RECORD, SUMMARY
 from gnt.generation.base import DecodingParams, Generation, GenerationRequest
 from gnt.io import sha256_text, write_json, write_jsonl, write_text_atomic
 from gnt.records import environment_record
+from gnt.settings import BootstrapSettings, OutputSettings, check_positive
 from gnt.templated_suite.classify import STRATEGIES, Classifier
 from gnt.templated_suite.run import UNKNOWNS, plain_messages, read_output
 from gnt.templated_suite.wmt24.leakage import leakage_report
@@ -97,20 +97,33 @@ FLAG_UNKNOWN_SHARE = 0.25
 
 
 @dataclass
-class Wmt24Options:
-    """What to score: the ``txt-ts`` folder, the direction, which WMT24 systems, an outputs file, a row limit."""
+class Wmt24Options(BootstrapSettings, OutputSettings):
+    """What to score: the ``txt-ts`` folder, the direction, which WMT24 systems, an outputs file, a row limit; the
+    keys of ``eval/templated.py wmt24`` (the results folder and the bootstrap keys are the shared groups')."""
 
-    root: str
-    lang: str
-    out: str
-    systems: list[str] | None = None  # None: every system with outputs; []: none
-    outputs: str | None = None
-    outputs_name: str = "outputs"
-    limit: int | None = None
-    bootstrap_samples: int = DEFAULT_SAMPLES
-    bootstrap_seed: int = DEFAULT_SEED
-    alpha: float = DEFAULT_ALPHA
-    plots: bool = True
+    root: str = ""
+    """The suite's ``txt-ts`` folder (the command's subject)."""
+    lang: str = field(default="es", metadata={"help": "target language of the en-xx direction"})
+    systems: str | None = field(default=None, metadata={
+        "help": "comma-separated WMT24 systems to score (null: every system with outputs; none: none)"})
+    outputs: str | None = field(default=None, metadata={"help": "a TSV of seg_id<TAB>translation of another system"})
+    outputs_name: str = field(default="outputs", metadata={"help": "the system name of the outputs file"})
+    limit: int | None = field(default=None, metadata={
+        "help": "score at most N segments, spread over the template shapes"})
+    plots: bool = field(default=True, metadata={"help": "draw the ranking figure"})
+
+    def system_names(self) -> list[str] | None:
+        """The systems to score: None for every system with outputs, [] for none."""
+        if self.systems is None:
+            return None
+        if self.systems.strip().lower() == "none":
+            return []
+        return [s.strip() for s in self.systems.split(",") if s.strip()]
+
+    def validate(self) -> Wmt24Options:
+        check_positive(self, "limit")
+        self.validate_bootstrap()
+        return self
 
 
 def limit_segments(segments: Sequence[Segment], limit: int | None) -> list[Segment]:
@@ -224,7 +237,8 @@ def run_wmt24(
 
     sources: list[Translations] = []
     skipped: dict[str, str] = {}
-    names = available_systems(suite.root, options.lang) if options.systems is None else options.systems
+    names = options.system_names()
+    names = available_systems(suite.root, options.lang) if names is None else names
     for system in names:
         translations = read_wmt24_system(suite, system)
         if not any(translations.by_seg.get(s.seg_id, "").strip() for s in segments):
@@ -243,7 +257,7 @@ def run_wmt24(
         raise DataError("nothing to score: no system with outputs, no --outputs file, no model", suite.root)
 
     classifier = Classifier(lexicon.extra)
-    folder = Path(options.out) / SUBDIR
+    folder = Path(options.out_dir) / SUBDIR
     templates = {seg.seg_id: template_of(seg) for seg in segments}
     resamples = Resamples.draw(segments, templates, options.lang, options.bootstrap_samples, options.bootstrap_seed,
                                options.alpha)

@@ -1,8 +1,8 @@
 """The pipeline keys of an evaluation recipe: which steps run after the grid sweep, and each step's settings.
 
-They live apart from :class:`gnt.evaluation.config.EvalConfig` (the sweep's own keys) so that a recipe names the
-whole post-training evaluation in one file while every existing reader of ``EvalConfig`` keeps its fields. This
-module imports nothing heavy: the config loader reads these keys to know which ones belong to the pipeline.
+They live apart from :class:`gnt.evaluation.config.EvalConfig` (the sweep's own keys): an evaluation recipe is both
+sets of keys, so one file names the whole post-training evaluation. Each step's mapping holds the keys of that
+step's own command (:func:`gnt.pipeline.step_schema`). This module imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ DEFAULT_STEPS: tuple[str, ...] = ("grid",)
 
 @dataclass
 class PipelineKeys:
-    """The recipe keys of :mod:`gnt.evaluation.pipeline`; each step's settings are a mapping under its name."""
+    """The recipe keys of :mod:`gnt.pipeline`; each step's settings are a mapping under its name."""
 
     steps: list[str] = field(default_factory=list, metadata={
         "help": f"steps to run in order, of {', '.join(STEPS)} (empty: grid only)"})
@@ -32,7 +32,7 @@ class PipelineKeys:
     templated: dict[str, Any] = field(default_factory=dict, metadata={
         "help": "templated step: suite keys and evaluation keys for the suite, e.g. {pairs_per_lang: 6}"})
     report: dict[str, Any] = field(default_factory=dict, metadata={
-        "help": "report step: out, samples_per_cell, bootstrap_samples, title, judge_validation, wandb, wandb_mode"})
+        "help": "report step: out_dir, samples_per_cell, bootstrap_samples, title, judge_validation, wandb, wandb_mode"})
 
 
 STEP_SETTINGS: tuple[str, ...] = ("judge", "xcomet", "attribution", "templated", "report")
