@@ -168,7 +168,7 @@ def test_lexical_judge_does_not_call_a_non_translation_neutral(tmp_path):
             record["translation"] = nonsense
             record.pop("chrf", None)
     write_jsonl(out / "base" / "generations.jsonl", records)
-    judge_results(out, lexical=LexicalJudge(), entries=_entries(), models=["base"])
+    judge_results(ResultsFolder.on_disk(out), ["base"], lexical=LexicalJudge(), entries=_entries())
     judgments = {j["id"]: j for j in read_jsonl(out / "base" / "judgments.jsonl")}
     assert judgments["4"]["label"] == "ABSTAIN" and judgments["4"]["neutral"] is None
     assert judgments["4"]["abstained"] == "inadequate translation"
