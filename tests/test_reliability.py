@@ -55,3 +55,76 @@ def test_a_negative_n_exemplars_is_refused(capsys) -> None:
     with pytest.raises(ValueError, match="n_exemplars"):
         load_prompt("it", "CROSS-L", n_exemplars=-1)
     assert len(load_prompt("it", "CROSS-L", n_exemplars=2).exemplars) == 2
+
+
+# ------------------------------------------------------------------------------------------------ data build
+def _build(argv: list[str]) -> int:
+    from gnt.cli.build import main
+
+    return main([*argv, "progress=false"])
+
+
+def test_one_tsv_asked_for_two_languages_is_an_error(tmp_path: Path, capsys) -> None:
+    from gnt.paths import SAMPLE_DIR
+
+    tsv = SAMPLE_DIR / "en-it.tsv"
+    assert _build([f"mgente={tsv}", "langs=it,es", f"out_dir={tmp_path / 'd'}", "templated_pairs=0"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "holds en-it rows only, and langs also asks for es" in line and "langs=it" in line
+    assert not (tmp_path / "d").exists()
+    # one TSV with the default languages is that file's language, as documented
+    assert _build([f"mgente={tsv}", f"out_dir={tmp_path / 'd'}", "templated_pairs=0"]) == 0
+
+
+def test_a_common_set_row_that_names_no_entry_is_an_error(tmp_path: Path, capsys) -> None:
+    from gnt.paths import SAMPLE_DIR
+
+    data = tmp_path / "mgente"
+    (data / "common").mkdir(parents=True)
+    (data / "en-it.tsv").write_bytes((SAMPLE_DIR / "en-it.tsv").read_bytes())
+    lines = (SAMPLE_DIR / "common" / "en-it.tsv").read_text(encoding="utf-8").splitlines()
+    cells = lines[1].split("\t")
+    cells[0] = "no-such-id"
+    lines.append("\t".join(cells))
+    (data / "common" / "en-it.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert _build([f"mgente={data}", "langs=it", f"out_dir={tmp_path / 'd'}", "templated_pairs=0"]) == 2
+    err = capsys.readouterr().err
+    assert f"common/en-it.tsv:{len(lines)}:ID: ID 'no-such-id' is no row of en-it.tsv" in err and "Traceback" not in err
+    assert not (tmp_path / "d").exists()
+
+
+def test_more_templated_pairs_than_exist_is_said_and_recorded(tmp_path: Path, capsys) -> None:
+    from gnt.io import read_json
+
+    out = tmp_path / "d"
+    assert _build(["langs=it", f"out_dir={out}", "templated_pairs=99999999"]) == 0
+    manifest = read_json(out / "manifest.json")
+    written = manifest["counts"]["templated_pairs"]["written"]
+    assert 0 < written < 99999999 and manifest["counts"]["templated_pairs"]["asked"] == 99999999
+    assert f"note: templated_pairs=99999999 asks for more pairs than the templates give for it: all {written} " \
+           "written" in capsys.readouterr().out
+    assert manifest["notes"]
+
+
+def test_a_killed_build_leaves_nothing_a_later_build_keeps(tmp_path: Path) -> None:
+    import os
+
+    from gnt.io import atomic_directory
+
+    target = tmp_path / "data"
+    with atomic_directory(target) as tmp:
+        (tmp / "a").write_text("first", encoding="utf-8")
+    stale = tmp_path / ".data.tmp-abc123"  # a build killed while writing
+    (stale / "sft").mkdir(parents=True)
+    with atomic_directory(target) as tmp:
+        (tmp / "a").write_text("second", encoding="utf-8")
+    assert not stale.exists() and (target / "a").read_text() == "second"
+    # killed between its two renames: the previous output is put back, not lost
+    os.replace(target, tmp_path / ".data.old-99999")
+    with atomic_directory(tmp_path / "other") as tmp:
+        pass
+    assert not target.exists()  # another target's writer leaves it alone
+    with atomic_directory(target) as tmp:
+        assert (target / "a").read_text() == "second"
+        (tmp / "a").write_text("third", encoding="utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "other"]
