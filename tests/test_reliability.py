@@ -128,3 +128,56 @@ def test_a_killed_build_leaves_nothing_a_later_build_keeps(tmp_path: Path) -> No
         assert (target / "a").read_text() == "second"
         (tmp / "a").write_text("third", encoding="utf-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "other"]
+
+
+# ------------------------------------------------------------------------------------------------ evaluation
+EVAL_TINY = str(Path(__file__).resolve().parent.parent / "recipes" / "eval-tiny.yaml")
+
+
+def test_a_shard_that_did_not_merge_does_not_name_a_summary_that_is_not_there(tmp_path: Path, monkeypatch,
+                                                                            capsys) -> None:
+    from gnt.cli.evaluate import main
+    from gnt.pipeline import Pipeline
+
+    monkeypatch.setattr(Pipeline, "run", lambda self, say=print: [])  # the worker's share: no summary merged yet
+    out = tmp_path / "eval"
+    assert main([EVAL_TINY, "steps=grid", "model=gnt:tiny", f"out_dir={out}", "shard=0/2", "progress=false"]) == 0
+    printed = capsys.readouterr().out
+    assert "results:" not in printed and f"shard 0/2 done; {out / 'summary.json'} is written when the last" in printed
+    out.mkdir()
+    monkeypatch.setattr(Pipeline, "run", lambda self, say=print: (out / "summary.json").write_text("{}"))
+    assert main([EVAL_TINY, "steps=grid", "model=gnt:tiny", f"out_dir={out}", "shard=1/2", "progress=false"]) == 0
+    assert f"results: {out / 'summary.json'}" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------------ secrets
+def test_an_api_key_echoed_in_an_error_body_is_never_stored(tmp_path: Path, monkeypatch) -> None:
+    from http_server import OpenAITestServer, Reply
+    from test_judge_http import ITEMS
+
+    from gnt.generation.http_backend import HTTPBackend
+    from gnt.judge.llm_judge import JudgeCache, JudgeConfig, LLMJudge
+    from gnt.redact import redact
+
+    secret = "sk-test-0123456789abcdefSECRET"
+    monkeypatch.setenv("GNT_TEST_JUDGE_KEY", secret)
+    holder: dict = {}
+
+    def echo_headers(body: dict) -> Reply:  # a server that quotes the request's headers in its 401 body
+        return Reply(status=401, body={"error": {"message": "bad key", "headers": holder["server"].requests[-1]["headers"],
+                                                 "hint": f"api_key={secret[::-1]}"}})
+
+    with OpenAITestServer(responder=echo_headers) as server:
+        holder["server"] = server
+        backend = HTTPBackend(server.url, "judge-model", api_key_env="GNT_TEST_JUDGE_KEY", concurrency=1,
+                              timeout_s=2.0, max_retries=0, backoff_s=0.01)
+        cache = tmp_path / "judgments.jsonl"
+        (result,) = LLMJudge(backend, JudgeConfig(max_retries=2), JudgeCache(cache)).judge(ITEMS[:1])
+        backend.close()
+    assert server.requests[0]["headers"]["Authorization"] == f"Bearer {secret}"  # it was sent, and echoed
+    assert result.error == "judge_error" and result.error_kind == "backend_error" and "HTTP 401" in result.error_detail
+    stored = cache.read_text(encoding="utf-8")
+    assert secret not in stored and secret[::-1] not in stored and "[REDACTED]" in stored
+    assert secret not in str(result.to_record())
+    assert redact("Authorization: Bearer abc.def-ghi tail") == "Authorization: Bearer [REDACTED] tail"
+    assert redact("plain text about a bear") == "plain text about a bear"

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationBackend, GenerationRequest
 from gnt.io import hash_json
 from gnt.jsonl_cache import JsonlCache
+from gnt.redact import redact
 from gnt.judge.prompts import JudgePrompt, load_prompt
 from gnt.judge.schema import (
     DEFAULT_FORMAT,
@@ -386,7 +387,7 @@ class LLMJudge:
     def _record_attempt(self, judgment: Judgment, request: GenerationRequest, generation: Generation) -> None:
         judgment.attempts += 1
         judgment.request_keys.append(request.key(self.model_id))
-        judgment.raw = generation.text or ""
+        judgment.raw = redact(generation.text or "") or ""
         if generation.error:
             kind, detail = "backend_error", generation.error
         else:
@@ -400,5 +401,5 @@ class LLMJudge:
                 return
             kind, detail = parsed.error_kind or "invalid_json", parsed.detail
         judgment.error_kind = kind
-        judgment.error_detail = detail
+        judgment.error_detail = redact(detail) or ""
         judgment.attempt_errors.append(kind)
