@@ -27,7 +27,6 @@ from typing import Any, Literal
 from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationBackend, GenerationRequest
 from gnt.io import hash_json
 from gnt.jsonl_cache import JsonlCache
-from gnt.redact import redact
 from gnt.judge.prompts import JudgePrompt, load_prompt
 from gnt.judge.schema import (
     DEFAULT_FORMAT,
@@ -39,6 +38,7 @@ from gnt.judge.schema import (
     normalise_label,
     schema_errors,
 )
+from gnt.redact import redact
 
 log = logging.getLogger(__name__)
 
