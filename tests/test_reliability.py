@@ -181,3 +181,147 @@ def test_an_api_key_echoed_in_an_error_body_is_never_stored(tmp_path: Path, monk
     assert secret not in str(result.to_record())
     assert redact("Authorization: Bearer abc.def-ghi tail") == "Authorization: Bearer [REDACTED] tail"
     assert redact("plain text about a bear") == "plain text about a bear"
+
+
+# ------------------------------------------------------------------------------------------------ training
+TRAIN_RECIPES = Path(__file__).resolve().parent.parent / "recipes"
+
+
+def _train(stage: str, argv: list[str]) -> int:
+    from gnt.cli.train import DPO, SFT
+
+    return (SFT if stage == "sft" else DPO).main(argv)
+
+
+def _sft_args(tiny_model_dir: Path, data: Path, out: Path, *extra: str) -> list[str]:
+    from _training_helpers import tiny_overrides
+
+    return [str(TRAIN_RECIPES / "tiny.yaml"), *tiny_overrides(tiny_model_dir, data, out, "report_to=none", *extra)]
+
+
+@pytest.mark.parametrize("value", ["per_device_train_batch_size=0", "learning_rate=-1", "lora_r=-8",
+                                   "report_to=bogus", "lora_target_modules=5", "lora_dropout=1.5", "save_steps=0"])
+def test_a_training_value_the_trainer_would_refuse_is_one_error_before_anything_is_written(
+        tmp_path: Path, tiny_model_dir: Path, training_data_dir: Path, capsys, value: str) -> None:
+    out = tmp_path / "sft"
+    argv = [*_sft_args(tiny_model_dir, training_data_dir, out), value]
+    assert _train("sft", argv) == 2
+    assert value.split("=")[0] in _one_error_line(capsys.readouterr().err)
+    assert not (out / "gnt_run.json").exists()
+    assert _train("sft", [*argv, "--dry-run"]) == 2  # the dry run refuses it too
+    assert value.split("=")[0] in _one_error_line(capsys.readouterr().err)
+
+
+def test_a_trainer_that_refuses_late_leaves_the_folder_as_it_was(tmp_path: Path, tiny_model_dir: Path,
+                                                                 training_data_dir: Path, capsys) -> None:
+    out = tmp_path / "sft"
+    assert _train("sft", [*_sft_args(tiny_model_dir, training_data_dir, out), "lora_target_modules=no_such_proj"]) == 2
+    _one_error_line(capsys.readouterr().err)
+    assert not (out / "gnt_run.json").exists()  # no record of a run that never trained (was status: running)
+
+
+def test_dpo_into_an_existing_file_is_one_error_line(tmp_path: Path, training_data_dir: Path, capsys) -> None:
+    target = tmp_path / "a-file"
+    target.write_text("keep\n", encoding="utf-8")
+    argv = [str(TRAIN_RECIPES / "tiny-dpo.yaml"), f"data_dir={training_data_dir}", f"sft_adapter={tmp_path}",
+            f"output_dir={target}", "report_to=none"]
+    assert _train("dpo", argv) == 2
+    assert "is a file, not a folder" in _one_error_line(capsys.readouterr().err)
+    assert target.read_text(encoding="utf-8") == "keep\n"
+
+
+def test_a_finished_run_rerun_is_a_no_op_and_a_higher_max_steps_extends_it(
+        tmp_path: Path, tiny_model_dir: Path, training_data_dir: Path, capsys) -> None:
+    from gnt.io import read_json, sha256_file
+
+    out = tmp_path / "sft"
+    argv = _sft_args(tiny_model_dir, training_data_dir, out, "max_steps=2", "save_steps=1")
+    assert _train("sft", argv) == 0
+    capsys.readouterr()
+    adapter = sha256_file(out / "adapter_model.safetensors")
+    assert _train("sft", argv) == 0
+    printed = capsys.readouterr().err
+    assert "is finished (step 2; this recipe asks max_steps=2): nothing to train" in printed
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]
+    assert sha256_file(out / "adapter_model.safetensors") == adapter
+    assert read_json(out / "gnt_run.json")["global_step"] == 2
+    assert _train("sft", [*argv, "max_steps=3"]) == 0  # extending is an explicit choice
+    assert "checkpoint-3" in {p.name for p in out.glob("checkpoint-*")}
+    record = read_json(out / "gnt_run.json")
+    assert record["global_step"] == 3 and record["status"] == "complete"
+    assert record["resumed_from"][-1]["checkpoint"].endswith("checkpoint-2")
+
+
+def test_a_second_run_into_a_held_output_dir_refuses_naming_the_holder(
+        tmp_path: Path, tiny_model_dir: Path, training_data_dir: Path, capsys) -> None:
+    import os
+
+    from gnt.training.run_lock import hold_run_folder
+
+    out = tmp_path / "sft"
+    lock = hold_run_folder(out, "sft")  # the first run, still training
+    try:
+        assert _train("sft", _sft_args(tiny_model_dir, training_data_dir, out)) == 2
+        line = _one_error_line(capsys.readouterr().err)
+        assert f"output_dir {out} is in use by another training run (SFT run, pid {os.getpid()} on" in line
+        assert not (out / "gnt_run.json").exists() and not list(out.glob("checkpoint-*"))
+    finally:
+        lock.release()
+    hold_run_folder(out, "sft").release()  # free again once the holder is gone
+
+
+def test_disk_errors_are_one_error_line_in_every_command(tmp_path: Path, monkeypatch, capsys, tiny_model_dir: Path,
+                                                         training_data_dir: Path) -> None:
+    import errno
+
+    import gnt.data.build as build_module
+    import gnt.training.runner as runner
+    from gnt.cli import COMMANDS
+    from gnt.cli.command import Command
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x"))
+
+    monkeypatch.setattr(build_module, "write_json", full)
+    assert _build(["langs=it", f"out_dir={tmp_path / 'd'}", "templated_pairs=0"]) == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert "[Errno 28] No space left on device" in line and "the disk is full" in line
+    monkeypatch.setattr(runner, "train_run", full)
+    assert _train("sft", _sft_args(tiny_model_dir, training_data_dir, tmp_path / "sft")) == 1
+    assert "No space left on device" in _one_error_line(capsys.readouterr().err)
+    def read_only(call) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", "/ro")
+
+    for name in ("report", "judge", "comet", "attribute", "templated", "watch"):  # every command's one handler
+        command = Command(name, COMMANDS[name].script, "", settings=lambda: (), run=read_only, recipe=None,
+                          exits=COMMANDS[name].exits)
+        assert command.main([]) == 1
+        assert "Read-only file system: '/ro' (that file system is read-only" in _one_error_line(capsys.readouterr().err)
+
+
+def test_wandb_with_a_key_but_no_network_goes_offline_at_once_or_fails_when_online_was_asked(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    from _training_helpers import free_port
+
+    from gnt.training.config import TrainingError
+    from gnt.training.wandb_setup import finish_run, plan_wandb, start_run
+
+    for name in ("WANDB_MODE", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("WANDB_API_KEY", "k" * 40)
+    monkeypatch.setenv("WANDB_BASE_URL", f"http://127.0.0.1:{free_port()}")  # nothing listens: no network
+    plan = plan_wandb(project="gnt-test", entity=None, group=None, name="r", tags=[], output_dir=tmp_path / "run",
+                      previous_run_id=None)
+    assert plan.mode == "online"
+    record = start_run(plan, {"gnt": {}})
+    try:
+        assert record["mode"] == "offline" and record["run_dir"]
+        assert "cannot be reached" in capsys.readouterr().err
+    finally:
+        finish_run()
+    monkeypatch.setenv("WANDB_MODE", "online")  # asked for explicitly: fail at once, with the reason
+    explicit = plan_wandb(project="gnt-test", entity=None, group=None, name="r", tags=[],
+                          output_dir=tmp_path / "run2", previous_run_id=None)
+    with pytest.raises(TrainingError, match="WANDB_MODE=online is set but 127.0.0.1:.* cannot be reached"):
+        start_run(explicit, {})

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import errno
 import logging
 import sys
 import textwrap
@@ -458,20 +459,37 @@ class Command:
             code = exit_status(exc, command.exits)
             if code is None:
                 raise
-            print(f"error: {exc}", file=sys.stderr, flush=True)
+            print(f"error: {error_text(exc)}", file=sys.stderr, flush=True)
             return code
         return int(status or 0)
 
 
+DISK_HINTS = {
+    errno.ENOSPC: "the disk is full: free space or write elsewhere, then rerun (finished work is kept)",
+    errno.EDQUOT: "the disk quota is used up: free space or write elsewhere, then rerun (finished work is kept)",
+    errno.EROFS: "that file system is read-only: write elsewhere",
+    errno.EACCES: "no permission to write there: write elsewhere or fix the folder's permissions",
+}
+
+
+def error_text(exc: BaseException) -> str:
+    """The ``error:`` line of an error: its message, and for a disk error what to do about it."""
+    hint = DISK_HINTS.get(getattr(exc, "errno", None)) if isinstance(exc, OSError) else None
+    return f"{exc} ({hint})" if hint else str(exc)
+
+
 def exit_status(exc: BaseException, exits: Mapping[type, int]) -> int | None:
     """The exit status of an error: its class's ``exit_code`` (the project's errors), else the command's mapping
-    of built-in exceptions, else None (a bug: the traceback is shown)."""
+    of built-in exceptions, else 1 for an operating-system error (a full or read-only disk, a missing file: one
+    ``error:`` line in every command), else None (a bug: the traceback is shown)."""
     code = getattr(type(exc), "exit_code", None)
     if isinstance(code, int):
         return code
     for kind, status in exits.items():
         if isinstance(exc, kind):
             return status
+    if isinstance(exc, OSError):
+        return EXIT_FAILURE
     return None
 
 

@@ -7,8 +7,10 @@
 
 Recipe keys are TRL's SFTConfig/DPOConfig and ModelConfig fields plus the project keys (data_dir, sft_adapter,
 wandb_project, merge_adapter, ...), listed below; ``--help-keys`` lists only their names. Rerunning with the same
-output_dir resumes from its last complete checkpoint. Exit status: 0 done, 2 recipe/data/setup error (one
-``error:`` line), 1 unexpected failure.
+output_dir resumes from its last complete checkpoint; rerunning a finished run does nothing and says so (a higher
+max_steps extends it; resume_from_checkpoint=false trains it again). A run holds its output_dir: a second run into
+it refuses, naming the first. Exit status: 0 done, 2 recipe/data/setup error (one ``error:`` line, before anything
+is written), 1 a run that started and failed (a full disk: one ``error:`` line too).
 """
 
 from __future__ import annotations

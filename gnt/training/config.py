@@ -210,6 +210,10 @@ def build_setup(stage: str, recipe: ResolvedRecipe, *, dry_run: bool = False) ->
             )
 
     _check_ranges(values, where)
+    _check_report_to(values.get("report_to"), where)
+    output = Path(str(values["output_dir"]))
+    if output.exists() and not output.is_dir():
+        raise RecipeError(f"{where}: output_dir: {output} is a file, not a folder: give a folder for the run")
     values.setdefault("run_name", _default_run_name(stage, recipe))
     resume = values.pop("resume_from_checkpoint", None)
 
@@ -251,10 +255,40 @@ def _check_ranges(values: dict[str, Any], where: str) -> None:
     epochs = values.get("num_train_epochs")
     if isinstance(epochs, (int, float)) and epochs <= 0 and not (isinstance(steps, int) and steps > 0):
         raise RecipeError(f"{where}: num_train_epochs: {epochs}: give a positive number (or set max_steps)")
+    for key in ("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps", "lora_r"):
+        if isinstance(values.get(key), int) and values[key] < 1:
+            raise RecipeError(f"{where}: {key}: {values[key]}: give a positive whole number")
+    for key in ("learning_rate", "lora_alpha"):
+        if isinstance(values.get(key), (int, float)) and not values[key] > 0:
+            raise RecipeError(f"{where}: {key}: {values[key]}: give a positive number")
+    for key in ("save_steps", "logging_steps", "eval_steps"):  # below 1: a share of the total steps
+        if isinstance(values.get(key), (int, float)) and not values[key] > 0:
+            raise RecipeError(f"{where}: {key}: {values[key]}: give a positive number of steps (below 1: a share "
+                              "of the total steps)")
+    dropout = values.get("lora_dropout")
+    if isinstance(dropout, (int, float)) and not 0 <= dropout < 1:
+        raise RecipeError(f"{where}: lora_dropout: {dropout}: give a probability in [0, 1)")
+    modules = values.get("lora_target_modules")
+    if isinstance(modules, list) and any(not isinstance(m, str) or not m.strip() or m.strip().isdigit()
+                                         for m in modules):
+        raise RecipeError(f"{where}: lora_target_modules: {modules}: give module names (q_proj, v_proj, ...) or "
+                          "all-linear")
     weight = values.get("decision_token_weight")
     if isinstance(weight, (int, float)) and weight <= 0:
         raise RecipeError(f"{where}: decision_token_weight: {weight}: give a positive weight (1 weighs the decision "
                           "token like every other token)")
+
+
+def _check_report_to(report_to: Any, where: str) -> None:
+    """An unknown tracker fails here, before anything is written, instead of when the trainer is built."""
+    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
+    values = [report_to] if isinstance(report_to, str) else list(report_to or [])
+    valid = ("none", "all", *INTEGRATION_TO_CALLBACK)
+    unknown = [value for value in values if str(value) not in valid]
+    if unknown:
+        raise RecipeError(f"{where}: report_to: unknown tracker(s) {', '.join(map(str, unknown))}; valid: "
+                          f"{', '.join(valid)}")
 
 
 def _trl_default(klass: type, name: str) -> Any:

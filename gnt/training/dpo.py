@@ -18,7 +18,7 @@ from gnt.training.base_model import load_sft_policy, resolve_model, resolve_sft_
 from gnt.training.config import TrainingError, as_recipe
 from gnt.training.data import TrainingData, to_dataset
 from gnt.training.lean_forward import make_lean
-from gnt.training.runner import PreparedRun, StagePlugin, end_run, prepare_run, train_run
+from gnt.training.runner import PreparedRun, StagePlugin, prepare_run, run_stage
 from gnt.training.template_checks import check_target_eos
 
 REFERENCE_ADAPTER = "ref"
@@ -81,8 +81,4 @@ def prepare_dpo(recipe: str | ResolvedRecipe | None, overrides: Sequence[tuple[s
 
 def run_dpo(recipe: str | ResolvedRecipe | None, overrides: Sequence[tuple[str, Any]] = ()) -> Path:
     """Train a DPO adapter from the recipe's ``sft_adapter``; return the output directory (resumes like SFT)."""
-    run = prepare_dpo(recipe, overrides)
-    try:
-        return train_run(run)
-    finally:
-        end_run(run)
+    return run_stage(DPO, as_recipe("dpo", recipe, overrides))

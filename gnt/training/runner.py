@@ -17,8 +17,9 @@ from gnt.training.base_model import check_quantization_available
 from gnt.training.callbacks import standard_callbacks
 from gnt.training.config import TrainingError, TrainSetup, build_setup
 from gnt.training.data import TrainingData, load_training_data
-from gnt.training.resume import recipe_changes, resume_checkpoint
-from gnt.training.run_record import build_run_record, now, read_run_record, write_run_record
+from gnt.training.resume import AUTO, recipe_changes, resume_checkpoint
+from gnt.training.run_lock import RunLock, hold_run_folder
+from gnt.training.run_record import RUN_RECORD, build_run_record, now, read_run_record, write_run_record
 from gnt.training.template_checks import VocabularyGuard
 from gnt.training.wandb_setup import (
     disabled_record,
@@ -58,6 +59,11 @@ class PreparedRun:
     record: dict = field(default_factory=dict)
     trainer: Any = None
     guard: VocabularyGuard | None = None
+    lock: RunLock | None = None
+    """Rank 0's hold on the output folder (:mod:`gnt.training.run_lock`), released by :func:`end_run`."""
+    previous_record: dict | None = None
+    """``gnt_run.json`` as it was before this run wrote its own (put back if the run fails before training)."""
+    record_written: bool = False
 
     @property
     def output_dir(self) -> Path:
@@ -79,13 +85,93 @@ def _device(training_args: Any) -> str:
     return f"cuda:{device.index or 0}" if device.type == "cuda" else str(device)
 
 
-def prepare_run(plugin: StagePlugin, recipe: ResolvedRecipe) -> PreparedRun:
-    """Everything up to a built trainer. Raises RecipeError/TrainingError/DataError(s) on user errors."""
+def hold_folder(setup: TrainSetup) -> RunLock | None:
+    """Rank 0 takes the run's output folder (a second run into it refuses, naming this one); other ranks None."""
+    if setup.training_args.process_index != 0:  # sets up the process group on every rank
+        return None
+    return hold_run_folder(setup.output_dir, setup.stage)
+
+
+def finished_run(setup: TrainSetup) -> str | None:
+    """Why the run in ``output_dir`` is already done as this recipe asks (a rerun is then a no-op), or None.
+
+    A complete run (``gnt_run.json`` says so and the final adapter is there) is done unless the recipe asks for
+    more: a higher ``max_steps`` (or more epochs) extends it from its last checkpoint; ``resume_from_checkpoint``
+    set to false or to a checkpoint trains again, as asked.
+    """
+    record = read_run_record(setup.output_dir)
+    if not record or record.get("status") != "complete":
+        return None
+    if not (setup.output_dir / "adapter_config.json").is_file():
+        return None
+    resume = setup.resume
+    if isinstance(resume, bool):
+        resume = None if resume else "false"
+    if resume is not None and str(resume).strip().lower() not in AUTO:
+        return None
+    args, recorded = setup.training_args, record.get("trainer_config") or {}
+    step = record.get("global_step")
+    if args.max_steps > 0:
+        if not isinstance(step, int) or step < args.max_steps:
+            return None
+        asked = f"max_steps={args.max_steps}"
+    else:
+        if (recorded.get("max_steps") or -1) > 0 or float(recorded.get("num_train_epochs") or 0) < args.num_train_epochs:
+            return None
+        asked = f"num_train_epochs={args.num_train_epochs}"
+    message = (f"the {setup.stage.upper()} run in {setup.output_dir} is finished (step {step}; this recipe asks "
+               f"{asked}): nothing to train. Raise max_steps to train it further (from its last checkpoint), or "
+               "give resume_from_checkpoint=false to train it again from the start")
+    changed = recipe_changes(record.get("recipe") or {}, setup.recipe.values,
+                             ignore=("resume_from_checkpoint", "max_steps", "num_train_epochs"))
+    if changed:
+        message += f". Note: this recipe differs from the finished run's in: {', '.join(changed)}"
+    return message
+
+
+def run_stage(plugin: StagePlugin, recipe: ResolvedRecipe) -> Path:
+    """Train a stage into its output folder (held for the run): resume an unfinished run, extend a finished one
+    when the recipe asks for more steps, and do nothing (said) when the run is already finished."""
     setup = build_setup(plugin.stage, recipe)
+    lock = hold_folder(setup)
+    try:
+        done = finished_run(setup)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+    if done is not None:
+        if lock is not None:
+            lock.release()
+        say(done)
+        return setup.output_dir
+    run = prepare_run(plugin, recipe, setup=setup, lock=lock)
+    try:
+        return train_run(run)
+    finally:
+        end_run(run)
+
+
+def prepare_run(plugin: StagePlugin, recipe: ResolvedRecipe, *, setup: TrainSetup | None = None,
+                lock: RunLock | None = None) -> PreparedRun:
+    """Everything up to a built trainer. Raises RecipeError/TrainingError/DataError(s) on user errors, leaving the
+    output folder as it was (no ``gnt_run.json`` of a run that never trained)."""
+    setup = setup or build_setup(plugin.stage, recipe)
+    if lock is None:
+        lock = hold_folder(setup)
+    try:
+        return _prepare(plugin, setup, lock)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+
+
+def _prepare(plugin: StagePlugin, setup: TrainSetup, lock: RunLock | None) -> PreparedRun:
     args, model_args, project = setup.training_args, setup.model_args, setup.project
     for note in setup.notes:
         say(f"note: {note}")
-    is_main = args.process_index == 0  # sets up the process group on every rank
+    is_main = args.process_index == 0
 
     base_model, sft_adapter, tokenizer_source = plugin.resolve(setup)
     check_quantization_available(model_args, _device(args))
@@ -118,20 +204,20 @@ def prepare_run(plugin: StagePlugin, recipe: ResolvedRecipe) -> PreparedRun:
     plugin.check_rows(tokenizer, data, setup)
 
     resume_from = resume_checkpoint(setup.resume, setup.output_dir)
-    run = PreparedRun(setup, base_model, sft_adapter, tokenizer, data, resume_from, is_main, guard=guard)
-    _start_record(run)
+    run = PreparedRun(setup, base_model, sft_adapter, tokenizer, data, resume_from, is_main, guard=guard, lock=lock)
     try:
+        _start_record(run)
         run.trainer = plugin.build_trainer(run, standard_callbacks(lambda: run.record, setup.project.eval_queue_dir))
+        guard.check(tokenizer, run.trainer.model)
     except RecipeError:
-        _abort(run)
+        _abort(run, restore=True)
         raise
     except ValueError as exc:  # TRL/transformers validate option combinations when the trainer is built
-        _abort(run)
+        _abort(run, restore=True)
         raise TrainingError(f"the trainer refused this configuration: {exc}") from exc
     except BaseException:
-        _abort(run)
+        _abort(run, restore=True)
         raise
-    guard.check(tokenizer, run.trainer.model)
     return run
 
 
@@ -139,6 +225,7 @@ def _start_record(run: PreparedRun) -> None:
     """Rank 0: start W&B (if reported to) and write ``gnt_run.json``; every rank: log the plan."""
     setup = run.setup
     previous = read_run_record(setup.output_dir)
+    run.previous_record = previous
     if run.resume_from is not None:
         say(f"resuming from {run.resume_from} (the last complete checkpoint in {setup.output_dir})")
         if previous:
@@ -166,6 +253,7 @@ def _start_record(run: PreparedRun) -> None:
         )
         run.record["wandb"] = start_run(plan, run_config(run.record, run.data.manifest))
     write_run_record(setup.output_dir, run.record)
+    run.record_written = True
     say(f"run record: {setup.output_dir / 'gnt_run.json'}")
 
 
@@ -185,12 +273,20 @@ def _group_name(setup: TrainSetup) -> str:
     return Path(spec.rstrip("/")).name or setup.run_name
 
 
-def _abort(run: PreparedRun) -> None:
+def _abort(run: PreparedRun, *, restore: bool = False) -> None:
+    """Close the W&B run of a failed run; with ``restore`` (it failed before training) put its folder's record back
+    as it was: the previous run's, or none."""
     if run.is_main and run.record.get("wandb", {}).get("mode") not in (None, "disabled"):
         import wandb
 
         if wandb.run is not None:
             wandb.finish(exit_code=1)
+    if restore and run.is_main and run.record_written:
+        if run.previous_record is None:
+            (run.setup.output_dir / RUN_RECORD).unlink(missing_ok=True)
+        else:
+            write_run_record(run.setup.output_dir, run.previous_record)
+        run.record_written = False
 
 
 def train_run(run: PreparedRun) -> Path:
@@ -230,6 +326,10 @@ def train_run(run: PreparedRun) -> Path:
 
 def end_run(run: PreparedRun) -> None:
     """Release the process group and trackers (TRL scripts call ``trainer.end()`` on transformers >= 5.18)."""
-    end = getattr(run.trainer, "end", None)
-    if callable(end):
-        end()
+    try:
+        end = getattr(run.trainer, "end", None)
+        if callable(end):
+            end()
+    finally:
+        if run.lock is not None:
+            run.lock.release()

@@ -16,7 +16,7 @@ from gnt.training.base_model import model_init_kwargs, quantization_config, reso
 from gnt.training.config import as_recipe
 from gnt.training.data import TrainingData, to_dataset
 from gnt.training.lean_forward import decision_token_ids, make_lean, weigh_decision_token
-from gnt.training.runner import PreparedRun, StagePlugin, end_run, prepare_run, train_run
+from gnt.training.runner import PreparedRun, StagePlugin, prepare_run, run_stage
 from gnt.training.template_checks import check_target_eos
 
 
@@ -66,10 +66,7 @@ def prepare_sft(recipe: str | ResolvedRecipe | None, overrides: Sequence[tuple[s
 def run_sft(recipe: str | ResolvedRecipe | None, overrides: Sequence[tuple[str, Any]] = ()) -> Path:
     """Train an SFT adapter as ``recipe`` (+ ``overrides``) says; return the output directory.
 
-    Re-running with the same output directory resumes from its last complete checkpoint.
+    Re-running with the same output directory resumes from its last complete checkpoint; a finished run is left
+    as it is (said), unless the recipe asks for more steps.
     """
-    run = prepare_sft(recipe, overrides)
-    try:
-        return train_run(run)
-    finally:
-        end_run(run)
+    return run_stage(SFT, as_recipe("sft", recipe, overrides))

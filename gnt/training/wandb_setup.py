@@ -82,16 +82,73 @@ def new_run_id() -> str:
     return "".join(secrets.choice(alphabet) for _ in range(8))
 
 
+PROBE_TIMEOUT_S = 5.0
+"""How long the reachability check of the W&B server may take before training starts."""
+
+
+def unreachable(base_url: str | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """Why the W&B server cannot be reached from here (a TCP connection to it fails), or None.
+
+    Behind an HTTP(S) proxy the direct check says nothing, so it is skipped there (``wandb.init`` failing is then
+    what falls back)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")):
+        return None
+    url = urlsplit(base_url or os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai")
+    host, port = url.hostname or "api.wandb.ai", url.port or (80 if url.scheme == "http" else 443)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return None
+    except OSError as exc:
+        return f"{host}:{port} cannot be reached ({exc.strerror or type(exc).__name__})"
+
+
+def go_offline_if_unreachable(plan: WandbPlan) -> None:
+    """An online plan whose server cannot be reached: offline (said), or, where ``WANDB_MODE=online`` was set
+    explicitly, an error at once (instead of a W&B traceback after a minute and a half of retries)."""
+    if plan.mode != "online":
+        return
+    why = unreachable()
+    if why is None:
+        return
+    if plan.reason.startswith("WANDB_MODE="):
+        from gnt.training.config import TrainingError
+
+        raise TrainingError(f"W&B: {plan.reason} but {why}; unset WANDB_MODE to fall back to an offline run, or set "
+                            "WANDB_MODE=offline (upload later with wandb sync)")
+    say(f"warning: W&B: {plan.reason}, but {why}: logging offline instead")
+    plan.mode, plan.reason = "offline", f"{plan.reason} but {why}"
+    os.environ["WANDB_MODE"] = "offline"
+
+
 def start_run(plan: WandbPlan, config: dict[str, Any]) -> dict[str, Any]:
-    """Start (or resume) the run on this process; return what ``gnt_run.json`` records about it."""
+    """Start (or resume) the run on this process; return what ``gnt_run.json`` records about it. An online run
+    that cannot reach its server goes offline (said), or fails at once where ``WANDB_MODE=online`` asked for it."""
     import wandb
 
     run_id = plan.run_id or new_run_id()
     Path(plan.dir).mkdir(parents=True, exist_ok=True)
-    run = wandb.init(
-        project=plan.project, entity=plan.entity, group=plan.group, name=plan.name, tags=plan.tags or None,
-        dir=plan.dir, id=run_id, resume="allow", config=config, mode=plan.mode, job_type="train",
-    )
+    go_offline_if_unreachable(plan)
+
+    def init() -> Any:
+        return wandb.init(
+            project=plan.project, entity=plan.entity, group=plan.group, name=plan.name, tags=plan.tags or None,
+            dir=plan.dir, id=run_id, resume="allow", config=config, mode=plan.mode, job_type="train",
+        )
+
+    try:
+        run = init()
+    except Exception as exc:  # noqa: BLE001 - wandb's CommError/UsageError: online failed, offline still logs
+        if plan.mode != "online" or plan.reason.startswith("WANDB_MODE="):
+            from gnt.training.config import TrainingError
+
+            raise TrainingError(f"W&B could not start a {plan.mode} run: {type(exc).__name__}: {exc}") from None
+        say(f"warning: W&B: the online run could not start ({type(exc).__name__}: {exc}): logging offline instead")
+        plan.mode, plan.reason = "offline", f"{plan.reason} but the online run could not start"
+        os.environ["WANDB_MODE"] = "offline"
+        run = init()
     run_dir = str(Path(run.dir).parent) if run is not None and plan.mode != "disabled" else None
     if plan.mode == "offline":
         say(f"W&B: {plan.reason} -> offline run in {run_dir} (upload later: wandb sync {run_dir})")
