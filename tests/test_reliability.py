@@ -325,3 +325,33 @@ def test_wandb_with_a_key_but_no_network_goes_offline_at_once_or_fails_when_onli
                           output_dir=tmp_path / "run2", previous_run_id=None)
     with pytest.raises(TrainingError, match="WANDB_MODE=online is set but 127.0.0.1:.* cannot be reached"):
         start_run(explicit, {})
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    (["configs=None"], "attribution.cells: it/G+S/4 not in this evaluation's grid (its cells: it/None/4)"),
+    (["shots=0"], "attribution.cells: it/G+S/4 not in this evaluation's grid (its cells: it/G+S/0, it/None/0)"),
+    (["langs=es"], "attribution.cells: it/G+S/4 not in this evaluation's grid"),
+    (["attribution.cells=it-None-4"], "attribution.cells: 'it-None-4' is not a grid cell"),
+    (["attribution.models=nosuch"], "attribution.models: no model nosuch in this evaluation (models: base, sft/"),
+    (["steps=attribution"], "steps attribution read the grid sweep's results, and"),
+    (["templated.pairs_per_lang=-1"], "pairs_per_lang must be positive"),
+    (["judge.recipe=/nonexist/judge.yaml"], "recipe not found: /nonexist/judge.yaml"),
+])
+def test_steps_that_do_not_fit_the_grid_fail_before_the_first_generation(
+        tmp_path: Path, monkeypatch, capsys, eval_tiny_run: Path, words: list[str],
+        expected: str) -> None:
+    from gnt.cli.evaluate import main
+    from gnt.pipeline import Pipeline
+
+    def never(self, say=print):
+        raise AssertionError("a step ran")
+
+    monkeypatch.setattr(Pipeline, "run", never)
+    out = tmp_path / "eval"
+    argv = [EVAL_TINY, f"runs={eval_tiny_run}",
+            f"out_dir={out}", "rows_per_lang=4", "progress=false", *words]
+    if not any(word.startswith("langs=") for word in words):
+        argv.append("langs=it")  # a list key given twice collects both values
+    assert main(argv) == 2
+    assert expected in _one_error_line(capsys.readouterr().err)
+    assert not out.exists()

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gnt.attribution.config import AttributionConfig, cell_dir_name
+from gnt.attribution.config import DEFAULT_CONFIG, DEFAULT_SHOTS, AttributionConfig, cell_dir_name
 from gnt.evaluation.driver import run_folders
 from gnt.filenames import ATTRIBUTION_DIR, RECORD
 from gnt.recipe import construct
-from gnt.results.folder import ResultsFolder
+from gnt.results.folder import LAST, ResultsFolder
 from gnt.results.step import FolderStep
 
 
@@ -75,6 +75,37 @@ class AttributionStep(FolderStep):
     def config(self, settings: dict[str, Any], evaluation: Any) -> AttributionStepConfig:
         models = tuple(settings.pop("models", ()))
         return AttributionStepConfig(models, construct(AttributionConfig, settings))
+
+    def check(self, config: AttributionStepConfig, pipeline: Any) -> None:
+        """The cells must be cells of this evaluation's grid, the models its models, before the sweep runs."""
+        from gnt.prompts.grid import Cell
+        from gnt.recipe import RecipeError
+
+        for cell in config.attribution.cells:
+            try:
+                Cell.parse(cell)
+            except ValueError as exc:
+                detail = "" if "unpack" in str(exc) else f": {exc}"
+                raise RecipeError(f"attribution.cells: {cell!r} is not a grid cell (language/configuration/shots, "
+                                  f"e.g. it/G+S/4){detail}") from None
+        evaluated = pipeline.config.runs or pipeline.config.adapters  # a watcher's evaluation gains them later
+        models = list(pipeline.models) if evaluated else []
+        unknown = [m.strip() for item in config.models for m in str(item).split(",")
+                   if m.strip() and m.strip() != LAST and m.strip() not in models]
+        if unknown and evaluated:
+            raise RecipeError(f"attribution.models: no model {', '.join(unknown)} in this evaluation (models: "
+                              f"{', '.join(models) or 'none'}, or last)")
+        if "grid" not in pipeline.steps:
+            return  # the cells are checked against the results on disk when the step runs
+        grid = [cell.name for cell in pipeline.config.cells()]
+        requested = list(config.attribution.cells) or sorted(
+            {f"{Cell.parse(c).lang}/{DEFAULT_CONFIG}/{DEFAULT_SHOTS}" for c in grid})
+        missing = [cell for cell in requested if cell not in grid]
+        if missing:
+            given = "" if config.attribution.cells else f" (by default <lang>/{DEFAULT_CONFIG}/{DEFAULT_SHOTS})"
+            raise RecipeError(f"attribution.cells{given}: {', '.join(missing)} not in this evaluation's grid (its "
+                              f"cells: {', '.join(grid)}): set attribution.cells to some of them, or drop "
+                              "attribution from steps")
 
     def complete(self, config: AttributionStepConfig, folder: ResultsFolder) -> str | None:
         names = folder.select(config.models)

@@ -205,8 +205,32 @@ def build_pipeline(config: EvalConfig, keys: PipelineKeys, *, recipe: str | None
         settings[step] = check_settings(step, raw, lambda key, step=step: _where(recipe, lines, given, step, key))
     pipeline = Pipeline(config, steps, settings)
     for name in steps:  # a step whose own recipe file or keys do not hold together fails now, not after the sweep
-        pipeline.step_config(name)
+        step_of(name).check(pipeline.step_config(name), pipeline)
+    check_grid_results(pipeline)
     return pipeline
+
+
+READS_THE_GRID = ("judge", "xcomet", "attribution", "report")
+"""Steps that work on the grid sweep's model folders."""
+
+
+def check_grid_results(pipeline: Pipeline) -> None:
+    """Steps that read the grid's results, without the grid among the steps, need those results already there."""
+    from gnt.results.folder import model_names
+
+    readers = [name for name in pipeline.steps if name in READS_THE_GRID]
+    if not readers or "grid" in pipeline.steps or parse_shard_is_worker(pipeline.config.shard):
+        return
+    if not pipeline.out.is_dir() or not model_names(pipeline.out):
+        raise RecipeError(f"steps {', '.join(readers)} read the grid sweep's results, and {pipeline.out} holds none: "
+                          "add grid to steps (steps=grid," + ",".join(readers) + ") or point out_dir at an evaluated "
+                          "results folder")
+
+
+def parse_shard_is_worker(shard: Any) -> bool:
+    from gnt.evaluation.config import Shard, parse_shard
+
+    return isinstance(parse_shard(shard), Shard)
 
 
 __all__ = ["EVAL_RECIPE", "Pipeline", "PipelineError", "StepOutcome", "build_pipeline", "load_eval_config"]

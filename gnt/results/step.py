@@ -39,6 +39,11 @@ class Step(Protocol):
         """What a skipped step still shows (the grid prints its table)."""
         ...
 
+    def check(self, config: Any, pipeline: Any) -> None:
+        """Refuse, before the first step runs, what this step would fail on later given the whole pipeline (the
+        grid's cells, its models, the steps before it); raises RecipeError."""
+        ...
+
 
 class FolderStep:
     """What most steps share: their config is their command's settings class built from the step's settings,
@@ -52,4 +57,7 @@ class FolderStep:
         return construct(self.settings[0], settings)
 
     def skipped(self, config: Any, folder: ResultsFolder) -> None:
+        return None
+
+    def check(self, config: Any, pipeline: Any) -> None:
         return None
