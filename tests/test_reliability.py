@@ -355,3 +355,34 @@ def test_steps_that_do_not_fit_the_grid_fail_before_the_first_generation(
     assert main(argv) == 2
     assert expected in _one_error_line(capsys.readouterr().err)
     assert not out.exists()
+
+
+def test_a_missing_xcomet_environment_is_one_error_line_before_any_work(tmp_path: Path, monkeypatch, capsys,
+                                                                       eval_tiny_run: Path) -> None:
+    from _report_fixtures import make_results
+
+    from gnt.cli.comet import main as comet
+    from gnt.cli.evaluate import main as evaluate
+    from gnt.pipeline import Pipeline
+
+    monkeypatch.setenv("GNT_COMET_VENV", str(tmp_path / "nonexist"))
+    results = make_results(tmp_path / "results", steps=(2,), langs=("it",), rows_per_set=2, extras=False)
+    assert comet([str(results), "xcomet_auto_install=false"]) == 1
+    assert f"the xCOMET environment {tmp_path / 'nonexist'} is not built" in _one_error_line(capsys.readouterr().err)
+    assert not list(results.rglob("xcomet*"))
+    unwritable = tmp_path / "a-file" / "venv"  # cannot be built there: its parent is a file
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    monkeypatch.setenv("GNT_COMET_VENV", str(unwritable))
+    assert comet([str(results)]) == 1
+    assert "cannot be built there" in _one_error_line(capsys.readouterr().err)
+    assert not (tmp_path / "nonexist").exists()
+
+    def never(self, say=print):
+        raise AssertionError("a step ran")
+
+    monkeypatch.setattr(Pipeline, "run", never)  # the pipeline's xcomet step: refused before the grid
+    monkeypatch.setenv("GNT_COMET_VENV", str(tmp_path / "nonexist"))
+    argv = [EVAL_TINY, f"runs={eval_tiny_run}", f"out_dir={tmp_path / 'eval'}", "langs=it", "steps=grid,xcomet",
+            "xcomet.xcomet_auto_install=false"]
+    assert evaluate(argv) == 1
+    assert "is not built" in _one_error_line(capsys.readouterr().err)

@@ -66,6 +66,22 @@ def ensure_comet_env(auto_install: bool = True, venv: Path | None = None) -> Pat
     return comet_python(venv)
 
 
+def check_buildable(auto_install: bool, venv: Path | None = None) -> None:
+    """Raise :class:`CometEnvMissing` at once when the environment is not built and cannot be: building is not
+    allowed (``xcomet_auto_install=false``), or the folder it would be built in is not writable."""
+    venv = venv or venv_dir()
+    if is_built(venv):
+        return
+    if not auto_install:
+        raise CometEnvMissing(f"the xCOMET environment {venv} is not built; build it with: {BUILD_COMMAND} "
+                              "(or let it be built on first use: xcomet_auto_install=true)")
+    existing = next((p for p in (venv, *venv.parents) if p.exists()), None)
+    if existing is None or not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise CometEnvMissing(f"the xCOMET environment {venv} is not built, and it cannot be built there "
+                              f"({existing} is not a writable folder): point GNT_COMET_VENV at a built "
+                              f"environment or a writable place, or build it with: {BUILD_COMMAND}")
+
+
 def subprocess_env() -> dict[str, str]:
     """Environment for comet processes: the caller's, minus what would leak gnt's packages into comet's python.
 

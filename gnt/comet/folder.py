@@ -70,6 +70,10 @@ class XcometTask:
 
 def score_folder(folder: ResultsFolder, config: CometConfig, *, python: Path | None = None) -> dict[str, dict]:
     """Score the model folders ``config.models`` selects (all by default); returns each folder's summary."""
+    if python is None:
+        from gnt.comet.env import check_buildable
+
+        check_buildable(config.xcomet_auto_install)  # before any folder is read
     if config.tiny:
         from gnt.comet.env import ensure_comet_env
         from gnt.comet.tiny import ensure_tiny_xcomet

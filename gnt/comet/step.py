@@ -21,6 +21,12 @@ class XcometStep(FolderStep):
     def config(self, settings: dict[str, Any], evaluation: Any) -> CometConfig:
         return construct(CometConfig, {**bootstrap_of(evaluation), **settings}).validate()
 
+    def check(self, config: CometConfig, pipeline: Any) -> None:
+        """A comet environment that is not built and may not be built here fails now, not after the grid."""
+        from gnt.comet.env import check_buildable
+
+        check_buildable(config.xcomet_auto_install)
+
     def complete(self, config: CometConfig, folder: ResultsFolder) -> str | None:
         if folder.covered(config.models, XCOMET_SUMMARY, lambda d: count_lines(d / XCOMET_ROWS)):
             return f"every generation scored ({XCOMET_ROWS})"
