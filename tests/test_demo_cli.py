@@ -37,6 +37,15 @@ def test_old_flags_are_synonyms() -> None:
     assert commands(new) == commands(old) and len(commands(new)) == 4
 
 
+def test_the_printed_commands_use_the_one_key_value_convention() -> None:
+    for model in ("gemma", "smollm", "tiny"):
+        printed = commands(demo(f"model={model}", "dry_run=true"))
+        assert len(printed) == 4
+        for command in printed:
+            assert not [word for word in command.split() if word.startswith("--")], command
+        assert "data/build.py out_dir=" in printed[0]
+
+
 def test_unknown_keys_steps_and_values_fail_before_anything_runs() -> None:
     for words, expected in [
         (("modl=tiny",), "modl"),

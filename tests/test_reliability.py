@@ -386,3 +386,44 @@ def test_a_missing_xcomet_environment_is_one_error_line_before_any_work(tmp_path
             "xcomet.xcomet_auto_install=false"]
     assert evaluate(argv) == 1
     assert "is not built" in _one_error_line(capsys.readouterr().err)
+
+
+# ------------------------------------------------------------------------------------------------ attribution
+@pytest.mark.parametrize(("words", "expected"), [
+    (["targets=S_X"], "targets: unknown 'S_X'; valid: S_L, S_T"),
+    (["sets=Set-X"], "sets: unknown 'Set-X'; valid: Set-G, Set-N"),
+    (["balance_by=judged"], "balance_by=judged needs the judge's judgments"),
+])
+def test_an_attribution_that_would_select_nothing_is_refused(tmp_path: Path, capsys, words: list[str],
+                                                             expected: str) -> None:
+    from _report_fixtures import make_results
+
+    from gnt.cli.attribute import main
+
+    results = make_results(tmp_path / "results", steps=(2,), langs=("it",), rows_per_set=2, extras=False, judge=False)
+    model = results / "sft" / "checkpoint-2"
+    assert main([str(model), "cells=it/G+S/4", *words]) == 2
+    assert expected in _one_error_line(capsys.readouterr().err)
+    assert not (model / "attribution").exists()
+
+
+# ------------------------------------------------------------------------------------------------ install noise
+def test_the_harmless_bitsandbytes_kernels_notice_is_silenced_and_nothing_else(caplog) -> None:
+    import logging
+
+    import gnt  # noqa: F401 - the filter is installed when gnt is imported
+
+    logger = logging.getLogger("bitsandbytes.backends.cpu.ops")
+    with caplog.at_level(logging.WARNING, logger=logger.name):
+        logger.warning("Failed to load CPU gemm_4bit_forward from kernels-community: %s. Please make sure you "
+                       "already `pip install kernels` and the kernels >= 0.11.1", "No module named 'kernels'")
+        logger.warning("another bitsandbytes warning")
+    assert [r.getMessage() for r in caplog.records] == ["another bitsandbytes warning"]
+
+
+def test_the_package_metadata_uses_the_spdx_license_string() -> None:
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["license"] == "Apache-2.0"  # a table is deprecated (setuptools warned three times)
+    assert any(r.startswith("setuptools>=77") for r in project["build-system"]["requires"])

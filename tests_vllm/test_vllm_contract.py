@@ -62,13 +62,19 @@ def test_eval_recipe_engine_arguments_are_real_engine_args(tiny_model_dir: Path,
     assert str(model_config.dtype) == "torch.bfloat16" and model_config.max_model_len == 512
 
 
-def test_judge_recipe_engine_arguments_are_real_engine_args() -> None:
+def test_judge_recipe_engine_arguments_are_real_engine_args(tiny_model_dir: Path) -> None:
     from gnt.judge.config import load_judge_recipe, make_backend
 
-    recipe = load_judge_recipe(RECIPES_DIR / "judge-vllm.yaml")
-    backend = make_backend(recipe)  # a hub id: nothing is downloaded until the engine starts
-    args = check_llm_kwargs(backend.engine_kwargs)
-    assert (args.model, args.tensor_parallel_size, args.dtype) == ("Qwen/Qwen2.5-72B-Instruct", 4, "bfloat16")
+    recipe_file = RECIPES_DIR / "judge-vllm.yaml"
+    hub = make_backend(load_judge_recipe(recipe_file)).engine_kwargs  # a hub id: gnt itself downloads nothing
+    assert hub["model"] == "Qwen/Qwen2.5-72B-Instruct"
+    # vLLM's EngineArgs looks a hub id up on the hub when it is constructed, which fails under HF_HUB_OFFLINE=1 (the
+    # usual setting on compute nodes): the recipe's arguments are constructed over the local tiny model instead,
+    # and they are the same arguments but for the model
+    local = make_backend(load_judge_recipe(recipe_file, [("judge_model", str(tiny_model_dir))])).engine_kwargs
+    assert {k: v for k, v in local.items() if k != "model"} == {k: v for k, v in hub.items() if k != "model"}
+    args = check_llm_kwargs(local)
+    assert (args.model, args.tensor_parallel_size, args.dtype) == (str(tiny_model_dir), 4, "bfloat16")
 
 
 def test_grid_requests_become_real_sampling_params_with_a_regex_vllm_compiles(tiny_model_dir: Path) -> None:

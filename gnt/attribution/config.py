@@ -19,6 +19,17 @@ OUTCOME_KINDS: tuple[str, ...] = ("label", "judged", "gnt")
 DEFAULT_CONFIG, DEFAULT_SHOTS = "G+S", 4
 
 
+SETS: tuple[str, ...] = ("Set-G", "Set-N")
+
+
+def check_choices(key: str, values: Sequence[str], valid: Sequence[str]) -> None:
+    """A selection key that would select nothing (empty, or an unknown value) is refused before any work."""
+    unknown = [value for value in values if value not in valid]
+    if unknown or not values:
+        what = f"unknown {', '.join(map(repr, unknown))}" if unknown else "selects nothing"
+        raise RecipeError(f"{key}: {what}; valid: {', '.join(valid)}")
+
+
 def cell_dir_name(cell: str) -> str:
     """File-system name of a cell: ``it/G+S/4`` → ``it_G+S_4``."""
     return Cell.parse(cell).name.replace("/", "_")
@@ -75,6 +86,8 @@ class AttributionConfig(AttributionSettings):
             raise RecipeError(f"unknown method {self.method!r}; expected one of {', '.join(METHODS)}")
         if self.balance_by not in (*OUTCOME_KINDS, "none"):
             raise RecipeError(f"balance_by must be one of {', '.join((*OUTCOME_KINDS, 'none'))}")
+        check_choices("targets", self.targets, TARGETS)
+        check_choices("sets", self.sets, SETS)
         return self
 
 
@@ -91,6 +104,7 @@ class ContrastiveConfig(AttributionSettings):
     extra: dict = field(default_factory=dict)
 
     def validate(self) -> ContrastiveConfig:
+        check_choices("sets", self.sets, SETS)
         if self.labels not in LABEL_MODES:
             raise RecipeError(f"labels must be one of {', '.join(LABEL_MODES)}")
         if not self.result_dir and not self.data:

@@ -17,6 +17,7 @@ The contrastive run (``contrastive=true``) is :mod:`gnt.attribution.contrast_run
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import time
 from collections import defaultdict
@@ -41,6 +42,8 @@ from gnt.evaluation.driver import write_folder
 from gnt.filenames import ATTRIBUTION_DIR, RECORD
 from gnt.io import write_json, write_jsonl
 from gnt.prompts.grid import Cell, PromptGrid
+
+log = logging.getLogger(__name__)
 
 # ------------------------------------------------------------------------------------------------------------------
 # Row selection
@@ -215,6 +218,9 @@ def attribution_files(config: AttributionConfig) -> tuple[Path, dict[str, Writer
     missing = [c for c in cells if c not in result.cells()]
     if missing:
         raise ResultError(f"cell(s) {missing} not in {result.directory} (available: {', '.join(result.cells()) or 'none'})")
+    if config.balance_by in ("judged", "gnt") and not any(row.outcomes()[config.balance_by] for row in result.rows):
+        raise ResultError(f"balance_by={config.balance_by} needs the judge's judgments, and {result.directory} has "
+                          "none (judgments.jsonl): run eval/judge.py on the results first, or balance_by=label")
     model_path = config.model or result.model_path()
     if not model_path:
         raise ResultError(f"{result.directory}/record.json names no model: pass --model")
@@ -235,6 +241,9 @@ def attribution_files(config: AttributionConfig) -> tuple[Path, dict[str, Writer
     for cell in cells:
         grid = PromptGrid((Cell.parse(cell).lang,), prompts, seed=seed)
         selected, skipped = select_rows(result.rows, cell, config.sets, config.max_rows, config.balance_by, config.sample_seed)
+        if not selected:
+            log.warning("attribution: %s of %s selects no row of %s (%d without a label in the output): its files "
+                        "record 0 rows", cell, result.directory, "/".join(config.sets), len(skipped))
         started = time.perf_counter()
         records, more_skipped, counter = attribute_rows(
             model, tokenizer, grid, selected, method=config.method, targets=config.targets, batch_size=config.batch_size,

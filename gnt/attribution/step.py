@@ -78,9 +78,17 @@ class AttributionStep(FolderStep):
 
     def check(self, config: AttributionStepConfig, pipeline: Any) -> None:
         """The cells must be cells of this evaluation's grid, the models its models, before the sweep runs."""
+        from gnt.attribution.config import SETS, check_choices
+        from gnt.attribution.spans import TARGETS
         from gnt.prompts.grid import Cell
         from gnt.recipe import RecipeError
 
+        check_choices("attribution.targets", config.attribution.targets, TARGETS)
+        check_choices("attribution.sets", config.attribution.sets, SETS)
+        judged_before = "judge" in pipeline.steps[:pipeline.steps.index(self.name)] if self.name in pipeline.steps else False
+        if config.attribution.balance_by in ("judged", "gnt") and "grid" in pipeline.steps and not judged_before:
+            raise RecipeError(f"attribution.balance_by={config.attribution.balance_by} needs the judge's judgments: "
+                              "put judge before attribution in steps, or balance_by=label")
         for cell in config.attribution.cells:
             try:
                 Cell.parse(cell)

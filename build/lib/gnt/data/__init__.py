@@ -1,0 +1,1 @@
+"""Data: mGeNTE entries, loading and validation, splits, SFT/DPO builders, templated inputs."""

@@ -1,0 +1,283 @@
+"""Build all training and evaluation data of a run from mGeNTE (sample, TSV or hub) plus templated inputs.
+
+Output directory layout (written atomically: a failed build leaves nothing behind)::
+
+    sft/train.jsonl  sft/dev.jsonl          TRL conversational prompt–completion rows
+    dpo/train.jsonl  dpo/dev.jsonl          TRL conversational preference rows with a ``kind``
+    dpo/test.jsonl                          preference pairs of the held-out entries (preference accuracy)
+    eval/mgente_test.jsonl                  held-out mGeNTE entries (the evaluator's rows)
+    eval/mgente_dev.jsonl                   dev mGeNTE entries (for choosing settings, never the test rows)
+    eval/templated_{test,dev}.jsonl         held-out templated entries, scorable in the grid's format
+    eval/templated_suite.jsonl              held-out templated pairs (the sensitivity suite)
+    manifest.json                           counts, seeds, input hashes, ids and source keys per split
+    .gnt-data-build                         marker: the files this build wrote (what a rebuild may replace)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from gnt.data.entry import LANGUAGES, source_key
+from gnt.data.errors import DataError
+from gnt.data.mgente import load_mgente
+from gnt.data.splits import SPLITS, Split, check_no_leak, split_entries
+from gnt.data.training_rows import DPO_KINDS, dpo_rows, sft_rows
+from gnt.filenames import MANIFEST
+from gnt.io import atomic_directory, read_json, sha256_file, write_json
+from gnt.paths import JUDGE_DIR, SAMPLE_DIR
+from gnt.prompts.grid import CONFIGS, SHOT_COUNTS, PromptGrid
+from gnt.records import environment_record
+
+MARKER = ".gnt-data-build"
+"""Written into every build's output folder, listing the files the build wrote: the build replaces an existing
+``--out`` only when this marker is there and the folder holds nothing else (a user's files are never deleted)."""
+
+
+@dataclass
+class BuildConfig:
+    """Everything a data build depends on; saved in the manifest. These fields are also the keys of
+    ``data/build.py`` (``gnt build``): each default and meaning is written here once."""
+
+    out_dir: str = field(default="outputs/data", metadata={
+        "help": "output folder; replaced as a whole, and only if an earlier build wrote it (never a user's files)"})
+    mgente: str = field(default=str(SAMPLE_DIR), metadata={
+        "help": "mGeNTE: a folder of en-xx.tsv files, one TSV, or a hub id (FBK-MT/mGeNTE, gated: log in first)"})
+    langs: tuple[str, ...] = field(default=LANGUAGES, metadata={"help": "target languages (comma-separated)"})
+    seed: int = field(default=0, metadata={"help": "seed of the splits, the templated pairs and the prompt draws"})
+    test_fraction: float = field(default=0.2, metadata={
+        "help": "share of English sources held out for evaluation, in [0, 1)"})
+    dev_fraction: float = field(default=0.1, metadata={"help": "share of English sources kept for dev, in [0, 1)"})
+    templated_pairs: int = field(default=400, metadata={"help": "templated pairs to generate (0: none)"})
+    dpo_kinds: tuple[str, ...] = field(default=DPO_KINDS, metadata={
+        "help": f"kinds of preference pairs to write (comma-separated; known: {', '.join(DPO_KINDS)})"})
+    train_configs: tuple[str, ...] = field(default=CONFIGS, metadata={
+        "help": "prompt configurations training prompts are drawn from"})
+    train_shots: tuple[int, ...] = field(default=SHOT_COUNTS, metadata={
+        "help": "shot counts training prompts are drawn from"})
+    prompts_dir: str | None = field(default=None, metadata={
+        "help": "prompt texts: a folder with common.yaml and {lang}.yaml, or the mGeNTE release's "
+                "prompt_en-{lang}.yaml files (null: the bundled data/prompts)"})
+    judge_exemplars_dir: str | None = field(default=str(JUDGE_DIR / "exemplars"), metadata={
+        "help": "folder of the judge's {lang}.jsonl exemplars, whose sources are kept out of every split"})
+    progress: bool = field(default=True, metadata={"help": "show progress bars"})
+    extra: dict = field(default_factory=dict)
+
+    def validate(self) -> BuildConfig:
+        """Refuse settings that would build something useless, with the key and the valid values named."""
+        bad = [lang for lang in self.langs if lang not in LANGUAGES]
+        if bad:
+            raise DataError(f"langs: unknown language(s) {bad}; valid: {', '.join(LANGUAGES)}")
+        if not self.langs:
+            raise DataError(f"langs selects no language; valid: {', '.join(LANGUAGES)}")
+        for key in ("test_fraction", "dev_fraction"):
+            if not 0 <= getattr(self, key) < 1:
+                raise DataError(f"{key} {getattr(self, key)} must be in [0, 1)")
+        if self.test_fraction + self.dev_fraction >= 1:
+            raise DataError("test_fraction + dev_fraction must stay below 1 (no room left for training rows)")
+        if self.templated_pairs < 0:
+            raise DataError(f"templated_pairs {self.templated_pairs} must be 0 (none) or a positive count")
+        unknown = [kind for kind in self.dpo_kinds if kind not in DPO_KINDS]
+        if unknown or not self.dpo_kinds:
+            raise DataError(f"dpo_kinds: unknown kind(s) {unknown or list(self.dpo_kinds)}; valid: {', '.join(DPO_KINDS)}")
+        _check_train_cells(self)
+        return self
+
+
+def judge_exemplar_sources(directory: str | Path | None, langs: Iterable[str]) -> dict[str, str]:
+    """Source keys of the judge's exemplars (``{lang}.jsonl`` with a ``source`` field): excluded from all splits."""
+    if not directory or not Path(directory).is_dir():
+        return {}
+    keys = {}
+    for lang in langs:
+        path = Path(directory) / f"{lang}.jsonl"
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    try:
+                        keys[source_key(json.loads(line)["source"])] = "judge exemplar"
+                    except (json.JSONDecodeError, KeyError):
+                        continue  # the judge loader reports malformed exemplars; here we only need sources
+    return keys
+
+
+def _input_hashes(config: BuildConfig) -> dict[str, str]:
+    """Content hashes of every input file the build read (so a run record pins its data exactly)."""
+    hashes = {}
+    source = Path(config.mgente)
+    files = sorted(source.rglob("*.tsv")) if source.is_dir() else [source] if source.is_file() else []
+    for path in files:
+        hashes[str(path)] = sha256_file(path)
+    if not files:
+        hashes[config.mgente] = "hub"
+    return hashes
+
+
+def _counts(rows: list[dict], *keys: str) -> dict[str, int]:
+    return dict(sorted(Counter("/".join(str(r[k]) for k in keys) for r in rows).items()))
+
+
+def build_dataset(config: BuildConfig) -> dict:
+    """Build everything into ``config.out_dir``; return the manifest. Raises DataError(s) before writing anything."""
+    started = time.perf_counter()
+    config.validate()
+    langs = tuple(config.langs)
+    check_replaceable(config)
+    entries = load_mgente(config.mgente, langs)
+    grid = PromptGrid(langs, config.prompts_dir, seed=config.seed)
+    excluded = {key: "prompt demonstration" for key in grid.demonstration_keys()}
+    excluded.update(judge_exemplar_sources(config.judge_exemplars_dir, langs))
+    split = split_entries(entries, config.seed, config.test_fraction, config.dev_fraction, excluded)
+    check_no_leak(split)
+
+    templated = Split()
+    pairs = []
+    notes: list[str] = []
+    if config.templated_pairs:
+        from gnt.data.templated import generate_pairs, pairs_to_entries
+
+        pairs = generate_pairs(langs, max_pairs=config.templated_pairs, seed=config.seed)
+        if len(pairs) < config.templated_pairs:
+            notes.append(f"templated_pairs={config.templated_pairs} asks for more pairs than the templates give for "
+                         f"{', '.join(langs)}: all {len(pairs)} written")
+        templated = split_entries(pairs_to_entries(pairs), config.seed, config.test_fraction, config.dev_fraction)
+
+    cells = {"configs": config.train_configs, "shots": config.train_shots}
+    rows: dict[str, dict[str, list[dict]]] = {"sft": {}, "dpo": {}}
+    for side in ("train", "dev", "test"):
+        side_entries = split.side(side) + templated.side(side)
+        if side != "test":  # SFT rows of the test side would only be a temptation
+            rows["sft"][side] = list(sft_rows(side_entries, grid, config.seed, **cells))
+        rows["dpo"][side] = list(
+            dpo_rows(tqdm(side_entries, desc=f"rows ({side})", unit="entry", disable=not config.progress),
+                     grid, config.seed, config.dpo_kinds, **cells)
+        )
+
+    manifest = _manifest(config, split, templated, rows, started)
+    manifest["counts"]["templated_pairs"] = {"asked": config.templated_pairs, "written": len(pairs)}
+    manifest["notes"] = notes
+    with atomic_directory(config.out_dir) as tmp:
+        for kind in ("sft", "dpo"):
+            for side, side_rows in rows[kind].items():
+                _write_lines(tmp / kind / f"{side}.jsonl", side_rows)
+        for side in ("test", "dev"):
+            _write_lines(tmp / "eval" / f"mgente_{side}.jsonl", [e.to_record() for e in split.side(side)])
+            _write_lines(tmp / "eval" / f"templated_{side}.jsonl", [e.to_record() for e in templated.side(side)])
+        if pairs:
+            from gnt.data.templated import write_suite
+
+            held_out = {e.meta.get("pair_id") for e in templated.test}
+            write_suite([p for p in pairs if p.pair_id in held_out], tmp / "eval" / "templated_suite.jsonl")
+        write_json(tmp / MANIFEST, manifest)
+        files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
+        write_json(tmp / MARKER, {"format": "gnt-align/data-build-marker/1", "files": files})
+    return manifest
+
+
+def _check_train_cells(config: BuildConfig) -> None:
+    """Unknown or empty training cells are input errors, reported before anything is built."""
+    bad = [c for c in config.train_configs if c not in CONFIGS]
+    bad += [str(s) for s in config.train_shots if s not in SHOT_COUNTS]
+    if bad or not config.train_configs or not config.train_shots:
+        raise DataError(
+            f"training cells: unknown or empty {', '.join(map(repr, bad)) or 'selection'}; configurations are "
+            f"{', '.join(CONFIGS)} and shot counts {', '.join(map(str, SHOT_COUNTS))}"
+        )
+
+
+LEGACY_FILES = ("sft/train.jsonl", "sft/dev.jsonl", "dpo/train.jsonl", "dpo/dev.jsonl", "eval/mgente_test.jsonl",
+                "eval/templated_suite.jsonl", MANIFEST)
+"""What builds made before the marker existed wrote: such a folder (recognised by its manifest) is still ours."""
+
+
+def _legacy_build(out: Path) -> bool:
+    try:
+        return read_json(out / MANIFEST).get("format") == "gnt-align/data/1"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or path.is_relative_to(folder)
+
+
+def check_replaceable(config: BuildConfig) -> None:
+    """Refuse an ``--out`` that holds an input or anything the build did not write itself, before any work.
+
+    The build swaps its output folder in whole, so replacing a folder of the user's (``--out .``, ``--out runs``,
+    the mGeNTE folder itself) would delete their files. Only a folder carrying the build's marker, with no file
+    beside those the marker lists, is replaced; an empty folder is filled.
+    """
+    out = Path(config.out_dir).resolve()
+    inputs = [("--mgente", config.mgente), ("--prompts", config.prompts_dir),
+              ("--judge-exemplars", config.judge_exemplars_dir)]
+    for flag, value in inputs:
+        if value and Path(value).exists() and _inside(Path(value).resolve(), out):
+            raise DataError(f"--out {config.out_dir} contains the input {flag} {value}; the build replaces its output "
+                            "folder whole, so write it elsewhere (e.g. --out outputs/data)")
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise DataError(f"--out {config.out_dir} is a file, not a folder")
+    present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() or p.is_symlink()}
+    if not present and not any(out.iterdir()):
+        return
+    marker = out / MARKER
+    listed = None
+    if marker.is_file():
+        try:
+            listed = set(read_json(marker)["files"])
+        except (ValueError, KeyError, TypeError):
+            listed = None
+    elif _legacy_build(out):
+        listed = set(LEGACY_FILES)
+    if listed is None:
+        raise DataError(f"--out {config.out_dir} already exists and was not written by data/build.py (no {MARKER} "
+                        "marker); the build replaces its output folder whole, so choose a new --out or move that "
+                        "folder away yourself")
+    foreign = sorted(present - listed - {MARKER})
+    if foreign:
+        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        raise DataError(f"--out {config.out_dir} holds files the build did not write ({', '.join(foreign[:3])}{more}); "
+                        "rebuilding would delete them: move them out or choose a new --out")
+
+
+def _write_lines(path: Path, records: list[dict]) -> None:
+    """Plain (non-atomic) JSONL write: the whole directory is swapped in atomically at the end."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _manifest(config: BuildConfig, split: Split, templated: Split, rows: dict, started: float) -> dict:
+    mgente_ids = {side: sorted(e.id for e in split.side(side)) for side in SPLITS}
+    keys = {
+        side: sorted({e.source_key for e in split.side(side) + templated.side(side)}) for side in SPLITS
+    }
+    return {
+        "format": "gnt-align/data/1",
+        "config": asdict(config),
+        "inputs": _input_hashes(config),
+        "counts": {
+            "mgente": {side: _counts([e.to_record() for e in split.side(side)], "lang", "set") for side in SPLITS},
+            "templated": {side: _counts([e.to_record() for e in templated.side(side)], "lang", "set") for side in SPLITS},
+            "excluded": dict(Counter(reason for _, reason in split.excluded)),
+            "sft": {side: _counts(r, "lang", "set") for side, r in rows["sft"].items()},
+            "dpo": {side: _counts(r, "lang", "kind") for side, r in rows["dpo"].items()},
+            "totals": {f"{kind}/{side}": len(r) for kind in ("sft", "dpo") for side, r in rows[kind].items()},
+        },
+        "ids": {**mgente_ids, "excluded": sorted(e.id for e, _ in split.excluded)},
+        "source_keys": keys,
+        "templated_adjectives": {
+            side: sorted({e.meta.get("adjective", "") for e in templated.side(side)}) for side in SPLITS
+        },
+        "environment": environment_record(),
+        "seconds": round(time.perf_counter() - started, 3),
+    }

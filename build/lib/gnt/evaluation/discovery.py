@@ -1,0 +1,168 @@
+"""Which models a sweep evaluates: the base model and every ``checkpoint-*`` adapter of the given runs.
+
+A training run folder holds ``gnt_run.json`` (base model, data build, training source keys) and Trainer
+``checkpoint-<step>/`` folders, each a PEFT adapter with a copy of the run record carrying its ``global_step``.
+Explicit adapter folders are accepted too (their run record, if any, is read from the folder or its parent).
+
+Names are the results layout (``<out>/<name>/``), so they are filesystem-safe and stable:
+
+- ``base`` for the base model (``base-<model name>`` when a sweep spans several base models);
+- ``<run folder name>/checkpoint-<step>`` for a run's checkpoints, and ``<run folder name>/final`` for the adapter
+  saved at the run's root when it differs from every checkpoint;
+- ``<parent folder name>/<folder name>`` for an explicit adapter.
+
+Each path component keeps only ``[A-Za-z0-9._-]`` (anything else becomes ``_``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gnt.filenames import RUN_RECORD
+from gnt.generation.base import Adapter
+from gnt.generation.identity import adapter_weights_hash, is_adapter_dir
+from gnt.recipe import RecipeError
+
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+def safe_component(text: str) -> str:
+    """One filesystem-safe path component."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", text).strip(".") or "_"
+    return cleaned
+
+
+@dataclass
+class ModelUnderTest:
+    """One model of a sweep: a base model, or a base model plus one adapter."""
+
+    name: str
+    base_model: str
+    adapter: Adapter | None = None
+    kind: str = "base"  # base | checkpoint | adapter
+    run_dir: str | None = None
+    global_step: int | None = None
+    run_record: dict = field(default_factory=dict)
+
+    @property
+    def data_dir(self) -> str | None:
+        return self.run_record.get("data_dir")
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "base_model": self.base_model,
+            "adapter": None if self.adapter is None else {
+                "name": self.adapter.name, "path": self.adapter.path, "weights_hash": self.adapter.weights_hash,
+            },
+            "run_dir": self.run_dir,
+            "global_step": self.global_step,
+        }
+
+
+def read_run_record(folder: Path) -> dict:
+    """``gnt_run.json`` of a checkpoint (or of its run folder); empty when there is none."""
+    for candidate in (folder / RUN_RECORD, folder.parent / RUN_RECORD):
+        if candidate.is_file():
+            try:
+                return json.loads(candidate.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                raise RecipeError(f"{candidate}: not valid JSON ({exc})") from None
+    return {}
+
+
+def _global_step(folder: Path, record: dict) -> int | None:
+    if isinstance(record.get("global_step"), int):
+        return record["global_step"]
+    state = folder / "trainer_state.json"
+    if state.is_file():
+        try:
+            return int(json.loads(state.read_text(encoding="utf-8")).get("global_step"))
+        except (ValueError, TypeError, json.JSONDecodeError):
+            pass
+    match = _CHECKPOINT.match(folder.name)
+    return int(match.group(1)) if match else None
+
+
+def _adapter_model(folder: Path, name: str, kind: str, run_dir: Path | None) -> ModelUnderTest:
+    record = read_run_record(folder)
+    base = record.get("base_model")
+    if not base:
+        config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
+        base = config.get("base_model_name_or_path")
+    adapter = Adapter(name=name, path=str(folder.resolve()), weights_hash=adapter_weights_hash(folder))
+    return ModelUnderTest(
+        name=name, base_model=str(base) if base else "", adapter=adapter, kind=kind,
+        run_dir=str(run_dir.resolve()) if run_dir else None, global_step=_global_step(folder, record), run_record=record,
+    )
+
+
+def run_checkpoints(run_dir: str | Path) -> list[ModelUnderTest]:
+    """Every ``checkpoint-*`` adapter of a run, by step; a clear error when there is none."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RecipeError(f"run folder not found: {run_dir}")
+    folders = sorted(
+        (p for p in run_dir.iterdir() if p.is_dir() and _CHECKPOINT.match(p.name)),
+        key=lambda p: int(_CHECKPOINT.match(p.name).group(1)),  # type: ignore[union-attr]
+    )
+    incomplete = [p.name for p in folders if not is_adapter_dir(p)]
+    folders = [p for p in folders if is_adapter_dir(p)]
+    if not folders:
+        extra = f" ({', '.join(incomplete)} hold no adapter weights)" if incomplete else ""
+        raise RecipeError(f"{run_dir}: no checkpoint-*/ adapter folders{extra}; is this a training output folder?")
+    run_name = safe_component(run_dir.resolve().name)
+    models = [_adapter_model(p, f"{run_name}/{p.name}", "checkpoint", run_dir) for p in folders]
+    if is_adapter_dir(run_dir):  # the final adapter, when training ran past the last saved checkpoint
+        final = _adapter_model(run_dir, f"{run_name}/final", "checkpoint", run_dir)
+        if final.adapter.weights_hash not in {m.adapter.weights_hash for m in models}:  # type: ignore[union-attr]
+            models.append(final)
+    return models
+
+
+def explicit_adapter(path: str | Path) -> ModelUnderTest:
+    path = Path(path)
+    if not is_adapter_dir(path):
+        raise RecipeError(f"{path}: not a PEFT adapter folder (needs adapter_config.json and adapter weights)")
+    resolved = path.resolve()
+    return _adapter_model(path, f"{safe_component(resolved.parent.name)}/{safe_component(resolved.name)}", "adapter", None)
+
+
+def discover_models(
+    runs: list[str], adapters: list[str], model: str | None, include_base: bool = True
+) -> list[ModelUnderTest]:
+    """The models of one sweep, base model(s) first; ``model`` overrides the base recorded by runs/adapters."""
+    from gnt.models.aliases import resolve_model
+
+    if model:
+        model = resolve_model(model)  # gnt:tiny and gnt:smollm, as training accepts them
+    tuned: list[ModelUnderTest] = []
+    for run in runs:
+        tuned.extend(run_checkpoints(run))
+    for path in adapters:
+        tuned.append(explicit_adapter(path))
+    for item in tuned:
+        if model:
+            item.base_model = model
+        if not item.base_model:
+            raise RecipeError(f"{item.adapter.path}: no base model recorded (gnt_run.json or adapter_config.json); "  # type: ignore[union-attr]
+                              "give it with --model")
+    names = [m.name for m in tuned]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise RecipeError(f"two adapters would share the results folder {duplicates[0]!r}; rename one run folder")
+    for item in tuned:
+        item.base_model = resolve_model(item.base_model)
+    bases = list(dict.fromkeys(m.base_model for m in tuned)) if tuned else [model] if model else []
+    if not bases:
+        raise RecipeError("nothing to evaluate: give --run, --adapter or --model")
+    base_models = []
+    if include_base or not tuned:
+        for base in bases:
+            name = "base" if len(bases) == 1 else f"base-{safe_component(Path(base).name)}"
+            base_models.append(ModelUnderTest(name=name, base_model=base))
+    return base_models + tuned

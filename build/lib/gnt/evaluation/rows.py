@@ -1,0 +1,99 @@
+"""The rows a sweep evaluates: a run's held-out test rows, or the whole of mGeNTE for a base-only sweep.
+
+Checkpoints are scored on the held-out mGeNTE rows of the data build they were trained from
+(``<data_dir>/eval/mgente_test.jsonl``), and the base model on the same rows, so every comparison is paired.
+Without runs, rows come from mGeNTE itself (``mgente``: a folder/TSV or the hub id), minus the prompt
+demonstrations and judge exemplars, which are excluded from evaluation (docs/prompt-grid.md, docs/judge.md).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from gnt.data.entry import Entry
+from gnt.evaluation.config import EvalConfig
+from gnt.evaluation.discovery import ModelUnderTest
+from gnt.io import read_jsonl, sha256_file
+from gnt.paths import JUDGE_DIR
+from gnt.prompts.grid import PromptGrid
+from gnt.recipe import RecipeError
+
+TEST_ROWS = Path("eval") / "mgente_test.jsonl"
+
+
+def split_rows(split: str, origin: str = "mgente") -> Path:
+    """A data build's held-out entries of one side (``test``/``dev``) and origin (``mgente``/``templated``)."""
+    return Path("eval") / f"{origin}_{split}.jsonl"
+
+
+def _resolve_data_dir(model: ModelUnderTest) -> Path:
+    raw = Path(model.data_dir)  # type: ignore[arg-type]
+    candidates = [raw] if raw.is_absolute() else [raw, Path(model.run_dir or ".") / raw, Path(model.run_dir or ".").parent / raw]
+    for candidate in candidates:
+        if (candidate / TEST_ROWS).is_file():
+            return candidate.resolve()
+    raise RecipeError(f"{model.name}: its data build {raw} has no {TEST_ROWS} (looked in {', '.join(map(str, candidates))})")
+
+
+def limit_per_lang(entries: list[Entry], n: int | None) -> list[Entry]:
+    """The first ``n`` rows of each language, half Set-G and half Set-N where possible (file order kept)."""
+    if n is None:
+        return entries
+    by_lang_set: dict[tuple[str, str], list[Entry]] = defaultdict(list)
+    for entry in entries:
+        by_lang_set[(entry.lang, entry.set)].append(entry)
+    chosen: set[int] = set()
+    for lang in dict.fromkeys(e.lang for e in entries):
+        gendered, neutral = by_lang_set[(lang, "Set-G")], by_lang_set[(lang, "Set-N")]
+        take_g = min(len(gendered), max((n + 1) // 2, n - len(neutral)))
+        take_n = min(len(neutral), n - take_g)
+        chosen.update(id(e) for e in gendered[:take_g] + neutral[:take_n])
+    return [e for e in entries if id(e) in chosen]
+
+
+def load_rows(config: EvalConfig, models: list[ModelUnderTest], grid: PromptGrid) -> tuple[list[Entry], dict]:
+    """Evaluated entries (selected languages) and a description of where they came from, for the run record."""
+    langs = set(config.langs)
+    if config.mgente:
+        from gnt.data.build import judge_exemplar_sources
+        from gnt.data.mgente import load_mgente
+
+        excluded = grid.demonstration_keys() | set(judge_exemplar_sources(JUDGE_DIR / "exemplars", config.langs))
+        loaded = load_mgente(config.mgente, tuple(config.langs))
+        entries = [e for e in loaded if e.source_key not in excluded]
+        info = {"source": str(config.mgente), "excluded_demos_and_exemplars": len(loaded) - len(entries)}
+    else:
+        data_dirs = sorted({str(_resolve_data_dir(m)) for m in models if m.adapter is not None and m.data_dir})
+        if not data_dirs:
+            raise RecipeError(
+                "no rows to evaluate: the models name no data build; give --mgente (a folder, a TSV or FBK-MT/mGeNTE)"
+            )
+        if len(data_dirs) > 1:
+            raise RecipeError(
+                f"the runs were trained on different data builds ({', '.join(data_dirs)}); evaluate them in separate "
+                "sweeps, or give --mgente to score all on the same rows"
+            )
+        data_dir = Path(data_dirs[0])
+        origins = ("mgente", "templated") if config.templated_rows else ("mgente",)
+        entries, files = [], {}
+        for origin in origins:
+            path = data_dir / split_rows(config.split, origin)
+            if not path.is_file():
+                raise RecipeError(
+                    f"{path} is missing: the data build predates split={config.split}"
+                    f"{' and templated_rows' if origin == 'templated' else ''}; rebuild it with data/build.py"
+                )
+            entries += [e for e in (Entry.from_record(r) for r in read_jsonl(path)) if e.lang in langs]
+            files[str(path)] = sha256_file(path)
+        info = {"source": str(data_dir / split_rows(config.split)), "sha256": files[str(data_dir / split_rows(config.split))],
+                "data_dir": str(data_dir), "split": config.split, "files": files}
+    entries = limit_per_lang(entries, config.rows_per_lang)
+    if not entries:
+        raise RecipeError(f"no rows for languages {', '.join(config.langs)} in {info['source']}")
+    counts: dict[str, int] = defaultdict(int)
+    for entry in entries:
+        counts[f"{entry.lang}/{entry.set}"] += 1
+    info["counts"] = dict(sorted(counts.items()))
+    info["rows_per_lang"] = config.rows_per_lang
+    return entries, info

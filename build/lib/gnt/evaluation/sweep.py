@@ -1,0 +1,468 @@
+"""The checkpoint sweep: every model × every selected grid cell × every evaluated row, resumable, never twice.
+
+Flow: discover models (base + ``checkpoint-*`` of the runs + explicit adapters) → load the rows → leakage guard
+(refuse before generating anything) → per base model, one backend; per model, per cell, requests sorted by prompt
+length and cut into fixed chunks → generation cache in front of the backend → records, metrics, run record.
+Everything but the grid's own requests, records and model folder is :mod:`gnt.evaluation.driver`'s, which the
+templated and WMT24 suites share; :class:`GridTask` is the grid plugged into it.
+
+The requests of a model form one stream, cell after cell, each cell's requests sorted by prompt length (all
+prompts of a cell share their long prefix, which vLLM's prefix cache and padding both like), cut into chunks of
+``chunk_size``. Chunks are cut from the full stream, not from the cache misses: a chunk is written to the cache
+in one append, so after a kill every chunk is either fully cached or fully missing, and a resumed sweep sends
+exactly the same batches to the model as an uninterrupted one. Batched generation with padding is only
+reproducible for identical batches, so this is what makes a resumed sweep's metrics identical. Only about one
+chunk and one cell of prompts are held in memory at a time (a full-grid model is 72,000 prompts of a few KB each).
+
+``shard=i/n`` runs worker i's share of those chunks and ``shard=merge`` builds the results from the cache
+(:mod:`gnt.evaluation.shard`); the last worker to finish merges by itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import TypeVar
+
+from gnt.data.entry import Entry
+from gnt.evaluation.cache import CachedBackend, GenerationCache
+from gnt.evaluation.config import MERGE, EvalConfig, Shard, parse_shard
+from gnt.evaluation.discovery import ModelUnderTest
+from gnt.evaluation.driver import (
+    MAX_FAILED_CHUNKS,
+    BackendFactory,
+    GenerationFailure,
+    Outcome,
+    default_backend_factory,
+    discover,
+    for_each_model,
+    raise_if_failed,
+    run_models,
+    write_folder,
+)
+from gnt.evaluation.generation_records import RECORD_FORMAT, generation_record
+from gnt.evaluation.leakage import LeakageStatus, guard_leakage
+from gnt.evaluation.metrics import compute_metrics
+from gnt.evaluation.preference import (
+    PREFERENCE,
+    SCORE_CACHE,
+    ScoreCache,
+    load_pairs,
+    preference_metrics,
+    preference_records,
+)
+from gnt.evaluation.results import cache_path, headline, model_dir, update_summary
+from gnt.evaluation.rows import load_rows
+from gnt.evaluation.shard import (
+    SHARD_FORMAT,
+    ChunkStream,
+    ShardsIncomplete,
+    generate_share,
+    merge_lock,
+    missing_chunks,
+    owners,
+    shard_record_path,
+    shard_records,
+)
+from gnt.filenames import GENERATIONS, MANIFEST, METRICS, RECORD
+from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationRequest
+from gnt.io import hash_json, read_json, write_json, write_jsonl
+from gnt.output_format import output_regex
+from gnt.prompts.grid import Cell, GridPrompt, PromptGrid
+from gnt.records import environment_record
+
+log = logging.getLogger("gnt.evaluation")
+
+T = TypeVar("T")
+WorkItem = tuple[tuple[int, int], Entry, Cell, GridPrompt, GenerationRequest]
+__all__ = ["MAX_FAILED_CHUNKS", "BackendFactory", "GenerationFailure", "run_sweep"]
+
+
+class GridTask:
+    """The grid plugged into the driver: renders one model's requests cell by cell and writes its folder.
+
+    Records are made in (cell, row) order; metrics are computed when the model is written.
+    """
+
+    label = "grid"
+
+    def __init__(self, config: EvalConfig, grid: PromptGrid, entries: list[Entry], cells: list[Cell]) -> None:
+        self.config = config
+        self.grid = grid
+        self.entries = entries
+        self.cells = cells
+        self.params = DecodingParams(max_new_tokens=config.max_new_tokens)
+        self.pairs: list[dict] = []  # held-out preference pairs (``preference: true``)
+        self.score_cache: ScoreCache | None = None
+        # set by the sweep before each pass: what every model record shares
+        self.statuses: dict[str, LeakageStatus] = {}
+        self.rows_info: dict = {}
+        self.environment: dict = {}
+        self.sharded: dict[str, dict] | None = None
+        self.table: list[tuple[str, dict]] = []
+
+    def requests_for(self, model: ModelUnderTest, cell: Cell, system_role: bool):
+        constraint = Constraint("regex", output_regex(cell.lang)) if self.config.constrained else None
+        for entry in self.entries:
+            if entry.lang != cell.lang:
+                continue
+            prompt = self.grid.render(entry.source, cell, system_role)
+            yield entry, prompt, GenerationRequest.from_messages(prompt.messages, model.adapter, constraint, self.params)
+
+    def size(self) -> int:
+        return self.total
+
+    @staticmethod
+    def request(item: WorkItem) -> GenerationRequest:
+        return item[4]
+
+    @staticmethod
+    def order(item: WorkItem) -> tuple[int, int]:
+        return item[0]
+
+    @staticmethod
+    def record(model: ModelUnderTest, item: WorkItem, generation: Generation, model_id: str) -> dict:
+        _, entry, cell, prompt, request = item
+        return generation_record(entry, cell, prompt, request.key(model_id), generation, model.name)
+
+    def write(self, outcome: Outcome, backend: CachedBackend, system_role: bool) -> dict:
+        sharded = self.sharded.get(outcome.model.name) if self.sharded is not None else None
+        metrics, entry = _write_model(
+            self.config, outcome, backend, self, system_role, self.statuses[outcome.model.name], self.rows_info,
+            self.environment, sharded=sharded,
+        )
+        if metrics is not None:
+            self.table.append((outcome.model.name, metrics))
+        return entry
+
+    @property
+    def total(self) -> int:
+        """Requests per model (each row in every selected cell of its language)."""
+        return sum(1 for cell in self.cells for e in self.entries if e.lang == cell.lang)
+
+    def chunks(self, model: ModelUnderTest, system_role: bool) -> Iterator[list[WorkItem]]:
+        """The model's request stream cut into ``chunk_size`` chunks: what one backend call receives."""
+        pending: list[WorkItem] = []
+        for cell_index, cell in enumerate(self.cells):
+            items = [
+                ((cell_index, row), entry, cell, prompt, request)
+                for row, (entry, prompt, request) in enumerate(self.requests_for(model, cell, system_role))
+            ]
+            items.sort(key=lambda item: (sum(len(text) for _, text in item[4].messages), item[0]))
+            pending.extend(items)
+            while len(pending) >= self.config.chunk_size:
+                yield pending[: self.config.chunk_size]
+                del pending[: self.config.chunk_size]
+        if pending:
+            yield pending
+
+
+def _run_record_summary(model: ModelUnderTest) -> dict:
+    """The checkpoint's run record without its (long) list of training source keys."""
+    record = {k: v for k, v in model.run_record.items() if k != "train_source_keys"}
+    if "train_source_keys" in model.run_record:
+        record["n_train_source_keys"] = len(model.run_record["train_source_keys"])
+    return record
+
+
+def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = None) -> Path:
+    """Evaluate every discovered model over the selected grid; return the output folder.
+
+    ``backend_factory(config, base_model, adapter_paths)`` builds the backend of one base model (default: the
+    recipe's backend); tests inject fakes through it. With ``shard=i/n`` this process generates worker i's share
+    into the cache and merges only if it finds the whole sweep there; ``shard=merge`` builds the results from the
+    cache and raises :class:`ShardsIncomplete` (writing nothing) if any generation is missing.
+    """
+    started = time.perf_counter()
+    sweep = _Sweep(config, backend_factory or default_backend_factory)
+    mode = parse_shard(config.shard)
+    if isinstance(mode, Shard):
+        sweep.run_share(mode)
+        log.info("shard %s done in %.1fs", mode.name, time.perf_counter() - started)
+        with merge_lock(sweep.out):
+            if sweep.complete(strict=False):
+                log.info("shard %s: every generation of the sweep is in the cache; merging", mode.name)
+                sweep.evaluate(merged=True)
+            else:
+                log.info("shard %s: other shards are still missing; the last one to finish merges", mode.name)
+    else:
+        if mode == MERGE:
+            sweep.complete(strict=True)
+        sweep.evaluate(merged=mode == MERGE)
+    log.info("sweep done in %.1fs", time.perf_counter() - started)
+    return sweep.out
+
+
+class _Sweep:
+    """One sweep's models, rows, grid and backends; runs the whole sweep, one worker's share, or the merge."""
+
+    def __init__(self, config: EvalConfig, factory: BackendFactory) -> None:
+        self.config = config
+        self.factory = factory
+        self.out = Path(config.out_dir)
+        self.models = discover(config)  # this order numbers the chunks of the stream: every worker must share it
+        self.grid = PromptGrid(config.langs, config.prompts_dir, seed=config.grid_seed)
+        self.entries, self.rows_info = load_rows(config, self.models, self.grid)
+        self.cells = config.cells()
+        self.statuses = guard_leakage(
+            self.models, _guarded_keys(config, self.entries, self.rows_info), len(self.entries),
+            allow=config.allow_leakage, logger=log,
+        )
+        log.info(
+            "sweep: %d model(s) × %d cell(s) × %d row(s) → %s", len(self.models), len(self.cells), len(self.entries),
+            self.out,
+        )
+        self.task = GridTask(config, self.grid, self.entries, self.cells)
+        self.task.pairs = _preference_pairs(config, self.rows_info)
+        self.task.score_cache = ScoreCache(self.out / SCORE_CACHE)
+        self.task.statuses, self.task.rows_info = self.statuses, self.rows_info
+        self.cache = GenerationCache(cache_path(self.out))
+
+    def each_model(self, visit: Callable[[ModelUnderTest, CachedBackend, bool], T]) -> list[T]:
+        return for_each_model(self.config, self.models, self.factory, self.cache, visit)
+
+    @property
+    def work(self) -> str:
+        """Fingerprint of the sweep's work (models, rows, cells, decoding, chunking): shard records name it."""
+        recipe = {k: v for k, v in self.config.to_json().items() if k not in ("shard", "progress", "recipe")}
+        models = [(m.name, m.base_model, m.adapter.weights_hash if m.adapter else None) for m in self.models]
+        return hash_json({"recipe": recipe, "models": models, "rows": [e.id for e in self.entries]})
+
+    def run_share(self, shard: Shard) -> None:
+        """Generate this worker's chunks of every model into the cache and write ``shards/<i>-of-<n>.json``."""
+        started = time.perf_counter()
+        stream = ChunkStream(shard)
+        counts: dict[str, dict[str, int]] = {}
+
+        def share(model: ModelUnderTest, backend: CachedBackend, system_role: bool) -> None:
+            counts[model.name] = generate_share(self.task, model, backend, system_role, stream, progress=self.config.progress)
+            log.info("%s [shard %s]: %s", model.name, shard.name, counts[model.name])
+
+        self.each_model(share)
+        write_json(shard_record_path(self.out, shard), {
+            "format": SHARD_FORMAT,
+            "shard": shard.name,
+            "index": shard.index,
+            "count": shard.count,
+            "work": self.work,
+            "chunks_in_sweep": stream.next_chunk,
+            "models": counts,
+            "seconds": round(time.perf_counter() - started, 3),
+            "host": socket.gethostname(),
+            "environment": environment_record(),
+        })
+
+    def complete(self, *, strict: bool) -> bool:
+        """Whether the cache (reloaded: other workers appended to it) holds every generation of the sweep.
+
+        ``strict`` raises :class:`ShardsIncomplete` naming the models with missing generations and the shards
+        that own them; otherwise a worker just learns that others are still running. The backends are lazy, so
+        this loads a tokenizer at most.
+        """
+        self.cache = GenerationCache(cache_path(self.out))
+        missing: dict[str, int] = {}
+        owed_chunks: set[int] = set()
+        number = 0
+
+        def check(model: ModelUnderTest, backend: CachedBackend, system_role: bool) -> None:
+            nonlocal number
+            absent, chunks, number = missing_chunks(self.task, model, backend.model_id, system_role, self.cache, number)
+            if absent:
+                missing[model.name] = absent
+                owed_chunks.update(chunks)
+
+        self.each_model(check)
+        if not missing:
+            return True
+        if strict:
+            records = shard_records(self.out, self.work)
+            done = ", ".join(r["shard"] for r in records) or "none"
+            run = owners(owed_chunks, records)
+            per_model = ", ".join(f"{name}: {n}" for name, n in missing.items())
+            raise ShardsIncomplete(
+                f"cannot merge {self.out}: {sum(missing.values())} generation(s) are not in the cache ({per_model}); "
+                f"shards finished: {done}; "
+                + (f"rerun shard(s) {', '.join(run)} (a rerun only generates what is missing)" if run else
+                   "rerun the shards that did not finish")
+                + ", or run the sweep without shard= to record the failures"
+            )
+        return False
+
+    def evaluate(self, *, merged: bool = False) -> None:
+        """The whole sweep (generating what the cache lacks), writing model folders and the summary."""
+        self.task.environment = environment_record()  # once per sweep: package metadata and a git call are not free
+        self.task.sharded = _shard_counts(shard_records(self.out, self.work)) if merged else None
+        self.task.table = []
+        summary_entries = run_models(self.task, self.config, self.models, self.factory, self.cache)
+        update_summary(self.out, summary_entries)
+        if self.config.progress and self.task.table:
+            from gnt.evaluation.table import print_metrics_table
+
+            print_metrics_table(self.task.table)
+        raise_if_failed(summary_entries)
+
+
+def _shard_counts(records: list[dict]) -> dict[str, dict]:
+    """Per model: what each shard generated (for the merged model's record.json)."""
+    per_model: dict[str, dict] = {}
+    for record in records:
+        for name, counts in record.get("models", {}).items():
+            entry = per_model.setdefault(name, {"shards": record["count"], "by_shard": {}})
+            entry["by_shard"][record["shard"]] = counts
+    return per_model
+
+
+def _guarded_keys(config: EvalConfig, entries: list[Entry], rows_info: dict) -> set[str]:
+    """Source keys the leakage guard checks against the checkpoints' training sources.
+
+    Run records list train *and* dev keys as seen (dev rows give the validation loss). Scoring the dev side
+    (``split: dev``, for choosing settings) is then expected overlap: the build's own dev keys are left out of the
+    check, and the build guarantees they are disjoint from its training keys.
+    """
+    keys = {e.source_key for e in entries}
+    if config.split == "dev" and "data_dir" in rows_info:
+        manifest = read_json(Path(rows_info["data_dir"]) / MANIFEST)
+        keys -= set(manifest.get("source_keys", {}).get("dev", []))
+    return keys
+
+
+def _preference_pairs(config: EvalConfig, rows_info: dict) -> list[dict]:
+    """The held-out preference pairs to score (``preference: true``), from the runs' data build."""
+    if not config.preference:
+        return []
+    if "data_dir" not in rows_info:
+        log.warning("preference: needs the runs' data build (held-out DPO pairs); not computed for --mgente rows")
+        return []
+    pairs = load_pairs(rows_info["data_dir"], config.split, config.langs, config.preference_pairs_per_kind)
+    if not pairs:
+        log.warning("preference: %s has no dpo/%s.jsonl pairs for %s; rebuild it with data/build.py",
+                    rows_info["data_dir"], config.split, ",".join(config.langs))
+    return pairs
+
+
+def _preference(config: EvalConfig, model: ModelUnderTest, backend: CachedBackend, evaluation, folder: Path) -> dict | None:
+    """Score the held-out pairs under this model (cached) and return the ``preference_accuracy`` block."""
+    from gnt.generation.scoring import ScoringUnsupported
+
+    try:
+        records, counts = preference_records(
+            evaluation.pairs, model.adapter, backend, evaluation.score_cache, batch_size=config.batch_size
+        )
+    except ScoringUnsupported as exc:
+        log.warning("preference: %s", exc)
+        return None
+    log.info("%s: preference pairs %d (%d sides scored, %d from cache, %d errors)", model.name,
+             counts["pairs"], counts["scored"], counts["from_cache"], counts["errors"])
+    write_jsonl(folder / PREFERENCE, records)
+    block = preference_metrics(
+        records, n_boot=config.bootstrap_samples, seed=config.bootstrap_seed, alpha=config.alpha
+    )
+    block["split"] = config.split
+    return block
+
+
+def _kept_metrics(folder: Path, records: list[dict], config: EvalConfig, leakage: LeakageStatus) -> dict | None:
+    """The stored metrics of a model whose generations, bootstrap settings and leakage status are unchanged.
+
+    A cached rerun then neither repeats the bootstrap nor overwrites what later steps filled into metrics.json
+    (GNT accuracy and coherence from the judge, xCOMET scores); any difference recomputes from scratch.
+    """
+    try:
+        stored = (folder / GENERATIONS).read_text(encoding="utf-8")
+        metrics = read_json(folder / METRICS)
+        recipe = read_json(folder / RECORD)["eval_recipe"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    fresh = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    settings = ("bootstrap_samples", "bootstrap_seed", "alpha")
+    if stored != fresh or any(recipe.get(k) != getattr(config, k) for k in settings):
+        return None
+    if metrics.get("leakage") != json.loads(json.dumps(leakage.to_json())):
+        return None
+    return metrics
+
+
+def _write_model(
+    config: EvalConfig,
+    outcome: Outcome,
+    backend: CachedBackend,
+    task: GridTask,
+    system_role: bool,
+    leakage: LeakageStatus,
+    rows_info: dict,
+    environment: dict,
+    *,
+    sharded: dict | None = None,
+) -> tuple[dict | None, dict]:
+    """Score and record one model; metrics are None when every generation failed (a run error)."""
+    model, records, grid, cells = outcome.model, outcome.records, task.grid, task.cells
+    counts = outcome.counts.to_json()
+    folder = model_dir(config.out_dir, model.name)
+    files: dict[str, Callable[[Path], object]] = {}
+    metrics = None  # every generation failed: all-zero metrics would look like a result, so only the record
+    if not outcome.failed:
+        metrics = _kept_metrics(folder, records, config, leakage)
+        if metrics is None:
+            metrics = compute_metrics(
+                records, n_boot=config.bootstrap_samples, seed=config.bootstrap_seed, alpha=config.alpha
+            )
+            metrics.update(model=model.name, global_step=model.global_step, leakage=leakage.to_json())
+            files[GENERATIONS] = lambda path: write_jsonl(path, records)
+            files[METRICS] = lambda path: write_json(path, metrics)
+        else:
+            log.info("%s: generations unchanged; metrics kept (with any judge/xCOMET results filled in)", model.name)
+        if task.pairs:
+            block = _preference(config, model, backend, task, folder)
+            if block is not None and metrics.get("preference_accuracy") != block:
+                metrics["preference_accuracy"] = block
+                files[METRICS] = lambda path: write_json(path, metrics)
+    status = {"status": "failed", "error": outcome.error} if outcome.failed else {"status": "ok"}
+    record = {
+        "format": "gnt-align/eval-record/1",
+        **status,
+        "generation_format": RECORD_FORMAT,
+        "model": model.describe(),
+        "model_id": backend.model_id,
+        "global_step": model.global_step,
+        "backend": backend.describe(),
+        "decoding": asdict(task.params),
+        "constraint": {c.lang: output_regex(c.lang) for c in cells} if config.constrained else None,
+        "system_role": system_role,
+        "grid": {
+            "cells": [c.name for c in cells],
+            "seed": config.grid_seed,
+            "prompts_dir": config.prompts_dir,
+            "prompt_texts_hash": {lang: grid.texts[lang].content_hash for lang in grid.langs},
+        },
+        "shot_orders": grid.shot_orders(cells),
+        "rows": rows_info,
+        "leakage": leakage.to_json(),
+        "run_record": _run_record_summary(model),
+        "eval_recipe": config.to_json(),
+        "counts": counts,
+        "seconds": round(outcome.seconds, 3),
+        "environment": environment,
+    }
+    if sharded is not None:
+        record["sharded"] = sharded  # counts of generation happened in the shards; this merge read the cache
+    write_folder(folder, files, record, remove=(GENERATIONS, METRICS) if outcome.failed else ())
+    entry = {
+        "name": model.name,
+        "kind": model.kind,
+        "base_model": model.base_model,
+        "global_step": model.global_step,
+        "adapter_weights_hash": model.adapter.weights_hash if model.adapter else None,
+        "leakage": leakage.status,
+        "generations": f"{model.name}/{GENERATIONS}",
+        "metrics": f"{model.name}/{METRICS}",
+        "record": f"{model.name}/{RECORD}",
+        "counts": counts,
+        **status,
+        "headline": None if metrics is None else headline(metrics),
+    }
+    return metrics, entry

@@ -1,0 +1,337 @@
+"""Judge an evaluation results folder and refill its metrics with GNT accuracy and coherence.
+
+The evaluator leaves ``<results>/<model>/generations.jsonl`` (one record per row × grid cell, with ``key``,
+``source``, ``translation`` and the extraction ``error``) and ``metrics.json``. This step:
+
+1. collects every clean translation (no extraction error) of every model folder and judges the distinct
+   (language, source, translation) items once, through the judge cache shared by the whole folder
+   (``<results>/cache/judgments.jsonl``): the same translation from two cells or two checkpoints costs one judgment,
+   and a rerun costs none;
+2. writes ``<model>/judgments.jsonl``: one line per judged generation record (its ``key``), with the judge
+   (model id), the phrases, the label, the binary neutrality, or ``error: "judge_error"`` with the kind, the
+   detail (``judge_error``) and the raw text;
+3. with an LLM judge, also runs the lexical judge (free) on the same records, writes
+   ``<model>/judgments-lexical.jsonl`` and reports the agreement of the two (percent and Cohen's κ);
+4. recomputes ``metrics.json`` with :func:`gnt.evaluation.metrics.compute_metrics` and the judgments (same
+   bootstrap settings as before), keeping what other steps filled (xCOMET) and adding a ``judge`` block: which
+   judge, how many errors, the agreement, and the judge's validation figures when a validation report is given;
+5. writes ``<model>/judge_summary.json`` with the same block and the run's counts.
+
+Records with an extraction error are not judged (the metrics count them as failures). A ``judge_error`` leaves
+its record unjudged: the metrics leave it out of GNT accuracy and count it as ``n_unjudged``, and the summary
+counts it by kind, so a judge failure is never silently turned into a model failure or success.
+
+The loop over the folders is :func:`gnt.evaluation.driver.run_folders` (one batch over every folder's items, then
+each folder's files with ``judge_summary.json`` last); :class:`_JudgeTask` is the judge plugged into it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gnt.data.entry import Entry
+from gnt.data.errors import DataError
+from gnt.evaluation.adequacy import references_of
+from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
+from gnt.evaluation.driver import run_folders
+from gnt.filenames import GENERATIONS, JUDGE_CACHE, JUDGMENTS, LEXICAL_JUDGMENTS, METRICS, RECORD
+from gnt.filenames import JUDGE_SUMMARY as SUMMARY
+from gnt.io import read_json, read_jsonl, write_json, write_jsonl
+from gnt.judge.agreement import binary_agreement
+from gnt.judge.lexical import LexicalJudge, LexicalJudgment
+from gnt.judge.llm_judge import JudgeItem, Judgment, LLMJudge
+from gnt.results.folder import ResultsFolder
+
+log = logging.getLogger(__name__)
+
+#: The judge cache's place in a results folder.
+CACHE = JUDGE_CACHE
+
+
+def load_rows(source: str | Path, langs: Iterable[str] | None = None) -> list[Entry]:
+    """Dataset rows from an mGeNTE folder/TSV/hub id or a JSON-lines file of entries (a data build's eval file)."""
+    from gnt.data.entry import LANGUAGES
+    from gnt.data.mgente import load_mgente
+
+    langs = tuple(langs or LANGUAGES)
+    path = Path(source)
+    if path.suffix == ".jsonl" and path.is_file():
+        return [e for e in (Entry.from_record(r) for r in read_jsonl(path)) if e.lang in langs]
+    return load_mgente(source, langs)  # type: ignore[arg-type]
+
+
+def recorded_rows(results_dir: str | Path, langs: Iterable[str] | None = None) -> list[Entry] | None:
+    """The rows an evaluation recorded it used (``record.json`` → ``rows.source``), or None when unknown.
+
+    The lexical judge needs each row's gendered words, which generation records do not carry; this finds them
+    without the user repeating the data path. A source that no longer loads is reported and skipped.
+    """
+    from gnt.paths import PROJECT_ROOT
+
+    for path in sorted(Path(results_dir).rglob(RECORD)):
+        try:
+            source = (read_json(path).get("rows") or {}).get("source")
+        except ValueError:
+            continue
+        if not source:
+            continue
+        for candidate in (Path(source), PROJECT_ROOT / source):
+            if candidate.exists():
+                try:
+                    return load_rows(candidate, langs)
+                except (DataError, ValueError, KeyError) as exc:
+                    log.warning("rows recorded in %s do not load (%s): lexical judge without them", path, exc)
+                    return None
+    return None
+
+
+def judgeable(record: Mapping[str, Any]) -> bool:
+    """A record whose translation was extracted (an extraction error is scored as a failure, not judged)."""
+    return record.get("error") is None and bool(record.get("translation"))
+
+
+def _entry_for(record: Mapping[str, Any], entries: Mapping[tuple[str, str], Entry] | None) -> Entry | None:
+    return entries.get((record["lang"], str(record["id"]))) if entries else None
+
+
+def judge_item(record: Mapping[str, Any], entries: Mapping[tuple[str, str], Entry] | None = None) -> JudgeItem:
+    """The judge item of a record; the source comes from the record, else from the dataset rows."""
+    source = record.get("source")
+    if not source:
+        entry = _entry_for(record, entries)
+        source = entry.source if entry else ""
+    return JudgeItem(record["lang"], source or "", record["translation"])
+
+
+def lexical_judgment(
+    record: Mapping[str, Any], lexical: LexicalJudge, entries: Mapping[tuple[str, str], Entry] | None = None
+) -> LexicalJudgment:
+    """Lexical judgment of a record with the gendered words of its row (record fields first, then the dataset)."""
+    entry = _entry_for(record, entries)
+    words = record.get("gendered_words")
+    if words is None:
+        words = entry.gendered_words if entry else ()
+    meta = record.get("meta") or (entry.meta if entry else {}) or {}
+    origin = record.get("origin") or (entry.origin if entry else "")
+    adjective = meta.get("adjective") if origin == "templated" else None
+    return lexical.judge_record(record["translation"], record["lang"], references_of(record), tuple(words), adjective)
+
+
+def _llm_record(record: Mapping[str, Any], judgment: Judgment) -> dict[str, Any]:
+    out = {
+        "key": record["key"],
+        "id": record["id"],
+        "lang": record["lang"],
+        "set": record["set"],
+        "cell": record["cell"],
+        "judge": judgment.judge_model,
+        "judge_kind": "llm",
+        "format": judgment.format,
+        "judgment_key": judgment.cache_key,
+        "label": judgment.label,
+        "neutral": judgment.neutral,
+        "phrases": judgment.phrases,
+        "error": judgment.error,
+    }
+    if judgment.error:
+        out.update(
+            judge_error=f"{judgment.error_kind}: {judgment.error_detail}",
+            error_kind=judgment.error_kind,
+            error_detail=judgment.error_detail,
+            raw=judgment.raw,
+            attempts=judgment.attempts,
+        )
+    return out
+
+
+def _lexical_record(record: Mapping[str, Any], judgment: LexicalJudgment) -> dict[str, Any]:
+    return {
+        "key": record["key"],
+        "id": record["id"],
+        "lang": record["lang"],
+        "set": record["set"],
+        "cell": record["cell"],
+        "judge": "lexical",
+        "judge_kind": "lexical",
+        "format": "LEXICAL",
+        "error": None,
+        **judgment.to_record(),
+    }
+
+
+def _merge_metrics(new: dict[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
+    """Keep what other steps filled in the old metrics (xCOMET blocks, extra top-level keys)."""
+    blocks = [("overall", None)] + [(section, name) for section in ("cells", "languages") for name in new.get(section, {})]
+    for section, name in blocks:
+        new_block = new[section] if name is None else new[section][name]
+        old_block = old.get(section) if name is None else (old.get(section) or {}).get(name)
+        if isinstance(old_block, Mapping):
+            for key, value in old_block.items():
+                if value is not None and new_block.get(key) is None and key not in ("gnt_accuracy", "gnt_accuracy_adequate", "coherence"):
+                    new_block[key] = value
+    for key, value in old.items():
+        new.setdefault(key, value)
+    return new
+
+
+def refilled_metrics(
+    model_dir: Path, records: Sequence[Mapping[str, Any]], judgments: Mapping[str, Mapping[str, Any]],
+    judge_block: dict[str, Any],
+) -> dict[str, Any]:
+    """``metrics.json`` recomputed with judgments, with the bootstrap settings it was computed with (not written)."""
+    from gnt.evaluation.metrics import compute_metrics
+
+    path = model_dir / METRICS
+    old = read_json(path) if path.is_file() else {}
+    boot = old.get("bootstrap") or {}
+    metrics = compute_metrics(
+        records,
+        judgments,
+        n_boot=int(boot.get("samples", DEFAULT_SAMPLES)),
+        seed=int(boot.get("seed", DEFAULT_SEED)),
+        alpha=float(boot.get("alpha", DEFAULT_ALPHA)),
+    )
+    metrics = _merge_metrics(metrics, old)
+    metrics["judge"] = judge_block
+    return metrics
+
+
+def refill_metrics(
+    model_dir: Path, records: Sequence[Mapping[str, Any]], judgments: Mapping[str, Mapping[str, Any]],
+    judge_block: dict[str, Any],
+) -> dict[str, Any]:
+    """Recompute ``metrics.json`` with judgments and write it."""
+    metrics = refilled_metrics(model_dir, records, judgments, judge_block)
+    write_json(model_dir / METRICS, metrics)
+    return metrics
+
+
+def validation_figures(report: Mapping[str, Any], fmt: str) -> dict[str, Any]:
+    """The part of a validation report that belongs beside GNT numbers judged in ``fmt``."""
+    if report.get("kind") == "references":
+        return {
+            "kind": "references",
+            "format": fmt,
+            "accuracy": {
+                r["lang"]: {name: cell["accuracy"] for name, cell in r["cells"].items()}
+                for r in report.get("results", [])
+                if r["format"] == fmt
+            },
+        }
+    if report.get("kind") == "gold_tsv":
+        return {
+            "kind": "gold_tsv",
+            "format": report.get("format"),
+            "path": report.get("path"),
+            "n": report.get("n"),
+            **{k: report["labels"].get(k) for k in ("accuracy", "macro_f1", "kappa")},
+            "binary": {k: report["binary"].get(k) for k in ("accuracy", "macro_f1", "kappa")},
+        }
+    return {}
+
+
+class _JudgeTask:
+    """The judge plugged into the folder driver: every folder's clean translations judged in one batch, then per
+    folder the judgments, the refilled metrics and ``judge_summary.json`` (its record, written last)."""
+
+    record_name = SUMMARY
+
+    def __init__(
+        self, llm: LLMJudge | None, lexical: LexicalJudge | None, by_row: Mapping[tuple[str, str], Entry] | None,
+        validation: Mapping[str, Any] | None, say: Callable[[str], None],
+    ) -> None:
+        self.llm, self.lexical, self.by_row, self.validation, self.say = llm, lexical, by_row, validation, say
+        self.llm_by_key: dict[str, Judgment] = {}
+        self.info = llm.describe() if llm is not None else LexicalJudge.describe()
+
+    @staticmethod
+    def load(name: str, folder: Path) -> list[dict]:
+        return read_jsonl(folder / GENERATIONS, skip_bad=True)
+
+    def run_batch(self, items: list[dict]) -> None:
+        """The LLM judge over the distinct clean translations of every folder (the lexical judge is per folder)."""
+        llm, say = self.llm, self.say
+        if llm is None:
+            return
+        records = [r for r in items if judgeable(r)]
+        judge_items = [judge_item(r, self.by_row) for r in records]
+        if llm.fmt.cross and any(not i.source for i in judge_items):
+            raise DataError("records without their source: a CROSS judge needs it (give the dataset with data=...)")
+        say(f"judging {len(judge_items)} translations with {llm.fmt.name} ({llm.model_id})")
+        judged = llm.judge(judge_items, progress=lambda done, total: say(f"  judged {done}/{total} distinct items"))
+        self.llm_by_key = {r["key"]: j for r, j in zip(records, judged, strict=True)}
+        say(f"  {llm.stats.cached} from cache, {llm.stats.judged} judged now, {llm.stats.errors} judge errors")
+
+    def score(self, name: str, folder: Path, records: list[dict]) -> tuple[dict[str, Callable[[Path], Any]], dict, dict]:
+        llm, lexical, fmt = self.llm, self.lexical, self.info["format"]
+        clean = [r for r in records if judgeable(r)]
+        lex = {r["key"]: lexical_judgment(r, lexical, self.by_row) for r in clean} if lexical is not None else {}
+        unannotated = sum(j.known_words == 0 for j in lex.values())
+        block: dict[str, Any] = {
+            "kind": self.info["kind"],
+            "format": fmt,
+            "judge_model": self.info["judge_model"],
+            "n_records": len(records),
+            "n_extraction_errors": len(records) - len(clean),
+        }
+        files: dict[str, Callable[[Path], Any]] = {}
+        if llm is not None:
+            own = [self.llm_by_key[r["key"]] for r in clean]
+            llm_rows = [_llm_record(r, j) for r, j in zip(clean, own, strict=True)]
+            files[JUDGMENTS] = lambda path: write_jsonl(path, llm_rows)
+            judgments = {r["key"]: {"neutral": j.neutral, "label": j.label} for r, j in zip(clean, own, strict=True) if j.ok}
+            block.update(
+                n_judged=len(judgments),
+                n_judge_errors=sum(not j.ok for j in own),
+                judge_errors_by_kind=dict(Counter(j.error_kind for j in own if not j.ok)),
+            )
+            if lexical is not None:
+                lexical_rows = [_lexical_record(r, lex[r["key"]]) for r in clean]
+                files[LEXICAL_JUDGMENTS] = lambda path: write_jsonl(path, lexical_rows)
+                pairs = [(self.llm_by_key[k].neutral, lex[k].neutral) for k in lex
+                         if self.llm_by_key[k].ok and lex[k].known_words and not lex[k].abstained]
+                block["agreement_lexical"] = {
+                    **binary_agreement([a for a, _ in pairs], [b for _, b in pairs]),
+                    "n_unannotated": unannotated,
+                }
+        else:
+            lexical_rows = [_lexical_record(r, lex[r["key"]]) for r in clean]
+            files[JUDGMENTS] = lambda path: write_jsonl(path, lexical_rows)
+            judgments = {k: {"neutral": j.neutral, "label": j.label} for k, j in lex.items() if not j.abstained}
+            block.update(n_judged=len(judgments), n_judge_errors=0, judge_errors_by_kind={}, n_unannotated=unannotated,
+                         n_abstained=dict(Counter(j.reason for j in lex.values() if j.abstained)))
+        if self.validation:
+            block["validation"] = validation_figures(self.validation, fmt)
+        metrics = refilled_metrics(folder, records, judgments, block)
+        files[METRICS] = lambda path: write_json(path, metrics)
+        self.say(f"{name}: {block['n_judged']} judged, {block['n_judge_errors']} judge errors, "
+                 f"{block['n_extraction_errors']} extraction errors")
+        record = {**block, "judge": self.info, "stats": llm.stats.to_dict() if llm else None}
+        return files, record, block
+
+
+def judge_results(
+    folder: ResultsFolder,
+    models: Sequence[str],
+    *,
+    llm: LLMJudge | None = None,
+    lexical: LexicalJudge | None = None,
+    entries: Iterable[Entry] | None = None,
+    validation: Mapping[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Judge the model folders ``models`` of ``folder`` and refill their metrics; returns the per-model summaries.
+
+    The primary judge is ``llm`` when given, else ``lexical``; with both, the lexical judge is the cross-check.
+    ``entries`` (the evaluated dataset rows) supply gendered words for the lexical judge, and sources for records
+    that lack them. Never raises for a judge failure: those are counted.
+    """
+    if llm is None and lexical is None:
+        raise ValueError("give an llm judge, a lexical judge, or both")
+    by_row = {(e.lang, str(e.id)): e for e in entries} if entries is not None else None
+    task = _JudgeTask(llm, lexical, by_row, validation, progress or (lambda _msg: None))
+    return run_folders(task, [(name, folder.model_dir(name)) for name in models])

@@ -1,0 +1,155 @@
+"""The judge recipe: one flat YAML of known keys (``recipes/judge-*.yaml``) plus ``key=value`` overrides.
+
+It speaks the project's recipe language (:mod:`gnt.recipe`): unknown keys fail at once with the closest valid names
+and values are coerced by type. The same keys serve ``eval/judge.py judge`` (judge an evaluation results folder)
+and ``eval/judge.py validate`` (validate a judge on references or a gold TSV).
+
+``judge_model`` accepts the model aliases of every recipe (``gnt:tiny``, the offline tiny random model, and
+``gnt:smollm``, SmolLM2-135M from its wheel; bare ``tiny``/``smollm`` too) as well as a hub id or folder, so CPU
+demos and tests need no download.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from gnt.data.entry import LANGUAGES
+from gnt.judge.llm_judge import JudgeConfig
+from gnt.judge.schema import DEFAULT_FORMAT, FORMAT_NAMES, judge_format
+from gnt.models.aliases import check_model_key
+from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
+from gnt.settings import BackendSettings, DecodingSettings
+
+
+@dataclass
+class JudgeRecipe(BackendSettings, DecodingSettings):
+    """Everything a judge run depends on; saved resolved beside its outputs.
+
+    The backend keys are the evaluation recipe's (:class:`gnt.settings.BackendSettings`), with the same names,
+    defaults and meanings; ``max_new_tokens`` and ``chunk_size`` have the judge's defaults (its replies are JSON
+    objects, longer than a translation).
+    """
+
+    max_new_tokens: int = field(default=JudgeConfig.max_new_tokens, metadata={"help": "token cap per judge reply"})
+    chunk_size: int = field(
+        default=JudgeConfig.chunk_size, metadata={"help": "judge requests per backend call and per cache write"}
+    )
+    judge: Literal["llm", "lexical", "recorded"] = field(
+        default="llm",
+        metadata={"help": "llm (default), lexical (offline), or recorded (validate: judge labels stored in the gold file)"},
+    )
+    format: str = field(default=DEFAULT_FORMAT, metadata={"help": f"one of {', '.join(FORMAT_NAMES)}"})
+    formats: list[str] = field(default_factory=list, metadata={"help": "validate: formats to compare (or 'all')"})
+    judge_model: str | None = field(default=None, metadata={"help": "hub id, folder, gnt:tiny or gnt:smollm"})
+    # judging
+    judge_retries: int = field(
+        default=JudgeConfig.max_retries, metadata={"help": "asks again after a reply that does not parse (or a backend failure), each warmer"}
+    )
+    temperature: float = field(default=JudgeConfig.temperature, metadata={"help": "sampling temperature of the first ask"})
+    temperature_step: float = field(default=JudgeConfig.temperature_step, metadata={
+        "help": "added to the temperature at each re-ask, so a re-ask is a new request (and cache key)"})
+    seed: int = field(default=JudgeConfig.seed, metadata={"help": "sampling seed of the judge"})
+    schema_variant: Literal["auto", "full", "strict"] = field(default=JudgeConfig.schema_variant, metadata={
+        "help": "JSON schema of the reply: full (with bounds), strict (no array/string bounds, for OpenAI-style "
+                "servers), auto: strict on http, else full"})
+    retry_errors: bool = field(default=JudgeConfig.retry_errors, metadata={
+        "help": "judge anew the items whose cached judgment is a judge error (false: keep them as errors)"})
+    n_exemplars: int | None = field(default=JudgeConfig.n_exemplars, metadata={
+        "help": "exemplars (shots) in the judge prompt (null: every exemplar of the format)"})
+    prompts_dir: str | None = field(default=None, metadata={"help": "folder of judge prompt files (null: the bundled ones)"})
+    exemplars_dir: str | None = field(default=None, metadata={"help": "folder of judge exemplars (null: the bundled ones)"})
+    judge_resources: str | None = field(
+        default=None, metadata={"help": "a folder in the fbk-NEUTR-evAL layout (prompts/, shots/): replaces prompts_dir/exemplars_dir"}
+    )
+    skip_bad_shots: bool = field(
+        default=False, metadata={"help": "judge_resources: leave out shots with errors (listed as warnings) instead of stopping"}
+    )
+    cache: str | None = field(default=None, metadata={"help": "judge cache file (default <results>/cache/judgments.jsonl)"})
+    # what to judge
+    models: list[str] = field(default_factory=list, metadata={"help": "judge only these model folders"})
+    data: str | None = field(default=None, metadata={"help": "mGeNTE path: references (validate), gendered words"})
+    langs: list[str] = field(default_factory=lambda: list(LANGUAGES), metadata={
+        "choices": LANGUAGES, "help": "languages to judge, validate or check"})
+    lexical_check: bool = field(default=True, metadata={"help": "also run the lexical judge and report agreement"})
+    validation: str | None = field(default=None, metadata={
+        "help": "the judge's validation report: validate writes it (null: outputs/judge-validation.json), judging "
+                "attaches its figures to the metrics"})
+    # validation on a gold TSV
+    tsv: str | None = field(default=None, metadata={"help": "validate: a gold TSV of human labels to score the judge on"})
+    lang: str | None = field(default=None, metadata={"help": "language of a gold TSV without a lang column"})
+    recipe: str | None = field(default=None, metadata={"help": "the recipe file these keys came from (set by the command)"})
+
+    def judge_config(self, fmt: str | None = None) -> JudgeConfig:
+        return JudgeConfig(
+            format=judge_format(fmt or self.format).name,
+            max_retries=self.judge_retries,
+            temperature=self.temperature,
+            temperature_step=self.temperature_step,
+            max_new_tokens=self.max_new_tokens,
+            seed=self.seed,
+            chunk_size=self.chunk_size,
+            schema_variant=self.schema_variant,
+            retry_errors=self.retry_errors,
+            n_exemplars=self.n_exemplars,
+            prompts_dir=self.prompts_dir,
+            exemplars_dir=self.exemplars_dir,
+            judge_resources=self.judge_resources,
+            skip_bad_shots=self.skip_bad_shots,
+        )
+
+    def validate(self) -> JudgeRecipe:
+        try:
+            self.format = judge_format(self.format).name
+        except ValueError as exc:
+            raise RecipeError(f"format: {exc}") from None
+        if self.judge == "llm" and not self.judge_model and self.backend != "http":
+            raise RecipeError("an llm judge needs judge_model (a hub id, a folder, gnt:tiny or gnt:smollm)")
+        self.validate_backend(needs_server=self.judge == "llm")
+        self.validate_decoding()
+        if self.judge_retries < 0:
+            raise RecipeError(f"judge_retries must be >= 0 (got {self.judge_retries})")
+        if self.n_exemplars is not None and self.n_exemplars < 0:
+            raise RecipeError(f"n_exemplars must be >= 0 or null for every exemplar (got {self.n_exemplars})")
+        for name in self.formats:
+            if name.lower() != "all":
+                try:
+                    judge_format(name)
+                except ValueError as exc:
+                    raise RecipeError(f"formats: {exc}") from None
+        check_model_key("judge_model", self.judge_model)
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+SCHEMA = RecipeSchema.from_dataclasses([JudgeRecipe])
+
+
+def load_judge_recipe(path: str | Path | None, overrides: Iterable[tuple[str, Any]] = ()) -> JudgeRecipe:
+    """Recipe file < ``key=value`` overrides, validated before any model loads."""
+    resolved = resolve_recipe(path, overrides, SCHEMA)
+    values = dict(resolved.values)
+    values["recipe"] = str(path) if path is not None else None
+    return JudgeRecipe(**values).validate()
+
+
+def resolve_model_path(name: str) -> str:
+    """``gnt:tiny`` / ``gnt:smollm`` (or bare ``tiny`` / ``smollm``) → the offline model folder; else unchanged."""
+    from gnt.models.aliases import resolve_model
+
+    return resolve_model(name)
+
+
+def make_backend(recipe: JudgeRecipe):
+    """The generation backend the recipe names (imported lazily: vLLM and httpx are optional)."""
+    from gnt.generation.factory import build_backend
+
+    if recipe.backend == "http":
+        model = recipe.judge_model or "judge"
+    else:
+        model = resolve_model_path(recipe.judge_model or "")
+    return build_backend(recipe, model, seed=recipe.seed)

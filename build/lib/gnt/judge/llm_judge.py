@@ -1,0 +1,405 @@
+"""The LLM judge: build requests, parse and validate replies, retry, cache, and never lose an item.
+
+One item is (language, source, translation). The judge sends the format's prompt (system text, exemplars, the item)
+with the format's JSON schema as an output constraint, parses the reply and validates it against the full schema.
+A reply that is not JSON, breaks the schema, or (P+L) lists no phrases is retried up to ``max_retries`` times, each
+retry with the temperature raised by ``temperature_step``, so it is a new request (a new cache key for the
+backend) and can come out differently; a backend failure (timeout, 429 after the backend's own backoff) is retried
+the same way. After the last try the item becomes a ``judge_error`` record that keeps the last raw text, so the run
+always completes, the errors are counted, and nobody has to guess what the judge wrote.
+
+Judgments are cached in a JSON-lines file keyed by (judge model, format, language, source, translation, prompt
+fingerprint): the same translation produced by several cells or checkpoints is judged once, and a rerun judges
+nothing twice. The prompt fingerprint is in the key so that editing a system text or an exemplar never reuses
+judgments made with the old prompt. ``judge_error`` records are cached too (a rerun does not silently spend money
+on them again); ``retry_errors=True`` judges them anew.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationBackend, GenerationRequest
+from gnt.io import hash_json
+from gnt.jsonl_cache import JsonlCache
+from gnt.judge.prompts import JudgePrompt, load_prompt
+from gnt.judge.schema import (
+    DEFAULT_FORMAT,
+    JudgeFormat,
+    SchemaVariant,
+    is_neutral,
+    json_schema,
+    judge_format,
+    normalise_label,
+    schema_errors,
+)
+from gnt.redact import redact
+
+log = logging.getLogger(__name__)
+
+JUDGE_ERROR = "judge_error"
+ErrorKind = Literal["backend_error", "invalid_json", "schema_violation", "empty_phrases"]
+ERROR_KINDS: tuple[str, ...] = ("backend_error", "invalid_json", "schema_violation", "empty_phrases")
+
+
+@dataclass(frozen=True)
+class JudgeItem:
+    """What is judged: a translation into ``lang`` of ``source`` (the source is ignored by MONO formats)."""
+
+    lang: str
+    source: str
+    translation: str
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Settings of an LLM judge run.
+
+    ``schema_variant`` ``auto`` picks ``strict`` (no array/string bounds) for the OpenAI-compatible HTTP backend
+    (or any backend declaring ``json_schema_strict = True``) and ``full`` otherwise.
+    """
+
+    format: str = DEFAULT_FORMAT
+    max_retries: int = 3
+    temperature: float = 0.0
+    temperature_step: float = 0.2
+    max_temperature: float = 1.5
+    max_new_tokens: int = 512
+    seed: int = DecodingParams.seed
+    chunk_size: int = 64
+    """Requests per backend call and per cache write (the backend batches within a call by its own batch_size)."""
+    schema_variant: Literal["auto", "full", "strict"] = "auto"
+    retry_errors: bool = False
+    n_exemplars: int | None = None
+    prompts_dir: str | None = None
+    exemplars_dir: str | None = None
+    judge_resources: str | None = None
+    skip_bad_shots: bool = False
+
+    def temperature_at(self, attempt: int) -> float:
+        return round(min(self.temperature + self.temperature_step * attempt, self.max_temperature), 4)
+
+
+@dataclass(frozen=True)
+class ParsedReply:
+    """A reply read against a format: ``value`` when valid, else ``error_kind`` and ``detail``."""
+
+    value: dict[str, Any] | None
+    error_kind: str | None = None
+    detail: str = ""
+
+
+def _json_object_text(text: str) -> str:
+    """The text from the first ``{``, without Markdown code fences (API models sometimes add them)."""
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
+        stripped = stripped.rsplit("```", 1)[0]
+    start = stripped.find("{")
+    return stripped[start:] if start >= 0 else stripped
+
+
+def parse_reply(text: str, fmt: str | JudgeFormat) -> ParsedReply:
+    """Read a judge reply: JSON object → label normalisation → empty-phrases check → full-schema validation.
+
+    Text after the closing brace is ignored (a chatty API model); a label written in another case or as an alias
+    (``cg``, ``neutral``) is normalised before validation, since it is unambiguous.
+    """
+    fmt = judge_format(fmt)
+    body = _json_object_text(text or "")
+    try:
+        obj, _ = json.JSONDecoder().raw_decode(body)
+    except json.JSONDecodeError as exc:
+        return ParsedReply(None, "invalid_json", f"{exc.msg} at character {exc.pos}")
+    if not isinstance(obj, dict):
+        return ParsedReply(None, "invalid_json", f"expected a JSON object, found {type(obj).__name__}")
+    if isinstance(obj.get("label"), str) and normalise_label(obj["label"]) in fmt.labels:
+        obj["label"] = normalise_label(obj["label"])
+    if fmt.phrases and obj.get("phrases") == []:
+        return ParsedReply(None, "empty_phrases", "a P+L reply must list at least one phrase")
+    problems = schema_errors(obj, fmt)
+    if problems:
+        return ParsedReply(None, "schema_violation", "; ".join(problems[:5]))
+    return ParsedReply(obj)
+
+
+@dataclass
+class Judgment:
+    """The judgment of one item (a cache record): the phrases, the label and the binary neutrality, or an error."""
+
+    cache_key: str
+    judge_model: str
+    format: str
+    lang: str
+    source: str
+    translation: str
+    prompt_fingerprint: str
+    label: str | None = None
+    neutral: bool | None = None
+    phrases: list[dict[str, str]] | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    error_detail: str = ""
+    raw: str = ""
+    attempts: int = 0
+    attempt_errors: list[str] = field(default_factory=list)
+    request_keys: list[str] = field(default_factory=list)
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.label is not None
+
+    def to_record(self) -> dict[str, Any]:
+        record = {k: v for k, v in self.__dict__.items() if k != "cached"}
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Judgment:
+        fields = {k: record[k] for k in cls.__dataclass_fields__ if k in record and k != "cached"}
+        return cls(**fields, cached=True)
+
+
+def judgment_key(judge_model: str, fmt: str, prompt_fingerprint: str, item: JudgeItem) -> str:
+    """Cache key of an item's judgment. MONO formats never see the source, so it is left out of their key."""
+    return hash_json(
+        {
+            "judge": judge_model,
+            "format": fmt,
+            "lang": item.lang,
+            "source": item.source if judge_format(fmt).cross else None,
+            "translation": item.translation,
+            "prompt": prompt_fingerprint,
+        }
+    )
+
+
+class JudgeCache(JsonlCache[dict]):
+    """Judgments by cache key, persisted as JSON lines (appended as they complete; a killed run keeps its work).
+
+    Without a path the cache lives in memory only. A key seen twice keeps its last record, so a later successful
+    retry of a cached ``judge_error`` wins (:class:`gnt.jsonl_cache.JsonlCache`).
+    """
+
+    key_field = "cache_key"
+
+    def put(self, judgments: Iterable[Judgment]) -> None:
+        self.append(j.to_record() for j in judgments)
+
+
+@dataclass
+class JudgeStats:
+    """Counts of one judge call: what was asked, served from cache, judged, retried and failed."""
+
+    items: int = 0
+    unique: int = 0
+    cached: int = 0
+    judged: int = 0
+    ok: int = 0
+    errors: int = 0
+    retried: int = 0
+    requests: int = 0
+    errors_by_kind: Counter = field(default_factory=Counter)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dict(self.__dict__)
+        data["errors_by_kind"] = dict(self.errors_by_kind)
+        return data
+
+
+def speaks_openai_strict(backend: GenerationBackend) -> bool:
+    """Whether a backend sends JSON schemas as OpenAI ``response_format`` strict mode.
+
+    A backend may say so with a ``json_schema_strict`` attribute; otherwise the OpenAI-compatible HTTP backend
+    does (a wrapper such as the evaluation's ``CachedBackend`` is looked through via its ``backend``).
+    """
+    seen = 0
+    while backend is not None and seen < 5:
+        declared = getattr(backend, "json_schema_strict", None)
+        if declared is not None:
+            return bool(declared)
+        try:
+            from gnt.generation.http_backend import HTTPBackend
+        except ImportError:  # pragma: no cover - httpx missing: no HTTP backend can exist
+            return False
+        if isinstance(backend, HTTPBackend):
+            return True
+        backend, seen = getattr(backend, "backend", None), seen + 1
+    return False
+
+
+def resolve_schema_variant(backend: GenerationBackend, requested: str) -> SchemaVariant:
+    """``full`` or ``strict``: ``auto`` picks ``strict`` for a backend that speaks OpenAI strict mode."""
+    if requested in ("full", "strict"):
+        return requested  # type: ignore[return-value]
+    return "strict" if speaks_openai_strict(backend) else "full"
+
+
+class LLMJudge:
+    """Judges items with a generation backend in one format; prompts are loaded per language on first use."""
+
+    def __init__(
+        self,
+        backend: GenerationBackend,
+        config: JudgeConfig | None = None,
+        cache: JudgeCache | None = None,
+        prompts: dict[str, JudgePrompt] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.config = config or JudgeConfig()
+        self.fmt = judge_format(self.config.format)
+        self.cache = cache if cache is not None else JudgeCache()
+        self._prompts: dict[str, JudgePrompt] = dict(prompts or {})
+        self.schema_variant = resolve_schema_variant(backend, self.config.schema_variant)
+        self.constraint = Constraint("json_schema", json_schema(self.fmt, self.schema_variant))
+        self.stats = JudgeStats()
+
+    @property
+    def model_id(self) -> str:
+        return self.backend.model_id
+
+    def prompt(self, lang: str) -> JudgePrompt:
+        if lang not in self._prompts:
+            if self.config.judge_resources:
+                from gnt.judge.resources import load_resource_prompt
+
+                self._prompts[lang] = load_resource_prompt(
+                    self.config.judge_resources, lang, self.fmt, self.config.n_exemplars, self.config.skip_bad_shots
+                )
+            else:
+                self._prompts[lang] = load_prompt(
+                    lang, self.fmt, self.config.prompts_dir, self.config.exemplars_dir, self.config.n_exemplars
+                )
+            for warning in self._prompts[lang].warnings:
+                log.warning("judge exemplars: %s", warning)
+        return self._prompts[lang]
+
+    def describe(self) -> dict[str, Any]:
+        """What a run record needs to reproduce this judge."""
+        return {
+            "kind": "llm",
+            "format": self.fmt.name,
+            "judge_model": self.model_id,
+            "backend": self.backend.describe(),
+            "schema_variant": self.schema_variant,
+            "config": dict(self.config.__dict__),
+            "prompts": {
+                lang: {
+                    "system": p.system_path,
+                    "exemplars": p.exemplars_path,
+                    "n_exemplars": len(p.exemplars),
+                    "fingerprint": p.fingerprint,
+                }
+                for lang, p in sorted(self._prompts.items())
+            },
+        }
+
+    def request(self, item: JudgeItem, attempt: int) -> GenerationRequest:
+        params = DecodingParams(
+            max_new_tokens=self.config.max_new_tokens,
+            temperature=self.config.temperature_at(attempt),
+            seed=self.config.seed,
+        )
+        messages = self.prompt(item.lang).messages(item.source, item.translation)
+        return GenerationRequest.from_messages(messages, constraint=self.constraint, params=params)
+
+    def key(self, item: JudgeItem) -> str:
+        return judgment_key(self.model_id, self.fmt.name, self.prompt(item.lang).fingerprint, item)
+
+    def judge(self, items: Sequence[JudgeItem], progress: Callable[[int, int], None] | None = None) -> list[Judgment]:
+        """One judgment per item, in order. Never raises for a reply or a backend failure: those become errors."""
+        stats = JudgeStats(items=len(items))
+        keys = [self.key(item) for item in items]
+        unique: dict[str, JudgeItem] = dict(zip(keys, items, strict=True))
+        stats.unique = len(unique)
+        done: dict[str, Judgment] = {}
+        pending: dict[str, Judgment] = {}
+        for key, item in unique.items():
+            record = self.cache.get(key)
+            if record is not None and (record.get("error") is None or not self.config.retry_errors):
+                done[key] = Judgment.from_record(record)
+                stats.cached += 1
+            else:
+                prompt = self.prompt(item.lang)
+                pending[key] = Judgment(
+                    cache_key=key,
+                    judge_model=self.model_id,
+                    format=self.fmt.name,
+                    lang=item.lang,
+                    source=item.source if self.fmt.cross else "",
+                    translation=item.translation,
+                    prompt_fingerprint=prompt.fingerprint,
+                )
+        stats.judged = len(pending)
+        for attempt in range(self.config.max_retries + 1):
+            if not pending:
+                break
+            if attempt > 0:
+                stats.retried += len(pending)
+            keys_now = list(pending)
+            for start in range(0, len(keys_now), self.config.chunk_size):
+                batch = keys_now[start : start + self.config.chunk_size]
+                requests = [self.request(unique[k], attempt) for k in batch]
+                generations = self._generate(requests)
+                stats.requests += len(requests)
+                finished = []
+                for key, request, generation in zip(batch, requests, generations, strict=True):
+                    judgment = pending[key]
+                    self._record_attempt(judgment, request, generation)
+                    if judgment.ok:
+                        finished.append(pending.pop(key))
+                self.cache.put(finished)
+                done.update((j.cache_key, j) for j in finished)
+                if progress is not None:
+                    progress(len(done), stats.unique)
+        for judgment in pending.values():
+            judgment.error = JUDGE_ERROR
+        self.cache.put(pending.values())
+        done.update(pending)
+        for judgment in done.values():
+            if judgment.ok:
+                stats.ok += 1
+            else:
+                stats.errors += 1
+                stats.errors_by_kind[judgment.error_kind or "unknown"] += 1
+        self.stats = stats
+        if stats.errors:
+            log.warning("judge: %d of %d unique items ended as judge_error %s", stats.errors, stats.unique,
+                        dict(stats.errors_by_kind))
+        return [done[key] for key in keys]
+
+    def _generate(self, requests: list[GenerationRequest]) -> list[Generation]:
+        try:
+            generations = list(self.backend.generate(requests))
+        except Exception as exc:  # noqa: BLE001 - a backend must not raise, but one failure must not end the run
+            log.warning("judge backend raised %s: %s", type(exc).__name__, exc)
+            return [Generation("", error=f"{type(exc).__name__}: {exc}") for _ in requests]
+        if len(generations) != len(requests):
+            missing = Generation("", error=f"backend returned {len(generations)} results for {len(requests)} requests")
+            generations = (generations + [missing] * len(requests))[: len(requests)]
+        return generations
+
+    def _record_attempt(self, judgment: Judgment, request: GenerationRequest, generation: Generation) -> None:
+        judgment.attempts += 1
+        judgment.request_keys.append(request.key(self.model_id))
+        judgment.raw = redact(generation.text or "") or ""
+        if generation.error:
+            kind, detail = "backend_error", generation.error
+        else:
+            parsed = parse_reply(generation.text, self.fmt)
+            if parsed.value is not None:
+                judgment.label = parsed.value["label"]
+                judgment.neutral = is_neutral(judgment.label)
+                judgment.phrases = parsed.value.get("phrases")
+                judgment.error = judgment.error_kind = None
+                judgment.error_detail = ""
+                return
+            kind, detail = parsed.error_kind or "invalid_json", parsed.detail
+        judgment.error_kind = kind
+        judgment.error_detail = redact(detail) or ""
+        judgment.attempt_errors.append(kind)

@@ -1,0 +1,1 @@
+"""The translation prompt grid shared by training and evaluation (docs/prompt-grid.md)."""
