@@ -223,7 +223,7 @@ def test_the_offline_aliases_work_in_every_recipe_kind(tiny_model_dir: Path, mon
 
 
 def test_keys_carry_their_choices_and_help_for_the_generated_usage() -> None:
-    from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
+    from gnt.bootstrap import DEFAULT_SAMPLES
     from gnt.evaluation.config import SCHEMA as EVAL
     from gnt.training.config import stage_schema
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from _judge_fakes import ScriptedBackend
 
+from gnt.bootstrap import BootstrapSettings
 from gnt.data.entry import Entry
 from gnt.evaluation.metrics import compute_metrics
 from gnt.io import read_json, read_jsonl, write_json, write_jsonl
@@ -59,7 +60,7 @@ def _results(tmp_path: Path) -> Path:
         folder = out / model
         records = _records(model.replace("/", "_"))
         write_jsonl(folder / "generations.jsonl", records)
-        metrics = compute_metrics(records, n_boot=50)
+        metrics = compute_metrics(records, bootstrap=BootstrapSettings(50))
         metrics["overall"]["xcomet"] = {"value": 0.5, "ci": [0.4, 0.6]}  # filled by another step: must survive
         write_json(folder / "metrics.json", metrics)
     write_jsonl(out / "cache" / "generations.jsonl", [{"key": "x", "text": "y"}])  # not a model folder

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from _report_fixtures import make_results, make_run
 
+from gnt.bootstrap import BootstrapSettings
 from gnt.io import read_json, write_json
 from gnt.report.config import ReportConfig
 from gnt.report.markdown import unescape_cell
@@ -262,13 +263,13 @@ def test_paired_bootstrap_identical_and_different() -> None:
     from gnt.report.significance import holm, paired_bootstrap
 
     same = {f"it|{i}|c": float(i % 2) for i in range(40)}
-    result = paired_bootstrap(same, dict(same), samples=200)
+    result = paired_bootstrap(same, dict(same), bootstrap=BootstrapSettings(200))
     assert result is not None and result.delta == 0 and result.p_value == 1.0 and result.marker() == ""
     better = {k: 1.0 for k in same}
-    result = paired_bootstrap(same, better, samples=200)
+    result = paired_bootstrap(same, better, bootstrap=BootstrapSettings(200))
     assert result is not None and result.delta == pytest.approx(0.5) and result.p_value < 0.05
     assert result.lo <= result.delta <= result.hi and result.marker() == "▲"
-    wide = paired_bootstrap(same, better, samples=200, alpha=0.01)  # the configured alpha sets the interval
+    wide = paired_bootstrap(same, better, bootstrap=BootstrapSettings(200, alpha=0.01))  # the configured alpha sets the interval
     assert wide is not None and wide.lo <= result.lo and wide.hi >= result.hi and (wide.lo, wide.hi) != (result.lo, result.hi)
     assert paired_bootstrap(same, {"other|1|c": 1.0}) is None
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES
+from gnt.bootstrap import BootstrapSettings, recorded_bootstrap
 from gnt.filenames import (
     ATTRIBUTION_DIR,
     CACHE_DIR,
@@ -286,23 +286,15 @@ class Results:
         return sorted({row.cell for row in self.metrics if row.cell}, key=_cell_order)
 
     @property
-    def alpha(self) -> float:
-        """The alpha the metrics' intervals were computed with (their ``bootstrap`` block); the report's paired
-        tests and significance marks use the same one."""
-        for model in self.models:
-            recorded = ((model.metrics or {}).get("bootstrap") or {}).get("alpha")
-            if number(recorded) is not None:
-                return float(recorded)
-        return DEFAULT_ALPHA
+    def bootstrap(self) -> BootstrapSettings:
+        """The settings the metrics' intervals were computed with (the ``bootstrap`` block the sweep writes, the
+        same in every model of one sweep); the report's paired tests and significance marks use the same ones."""
+        recorded = next((m.metrics for m in self.models if (m.metrics or {}).get("bootstrap")), None)
+        return recorded_bootstrap(recorded or {})
 
     @property
-    def bootstrap_samples(self) -> int:
-        """The resamples of the metrics' intervals (their ``bootstrap`` block): the default of the paired tests."""
-        for model in self.models:
-            recorded = ((model.metrics or {}).get("bootstrap") or {}).get("samples")
-            if isinstance(recorded, int):
-                return recorded
-        return DEFAULT_SAMPLES
+    def alpha(self) -> float:
+        return self.bootstrap.alpha
 
     def has(self, metric: str) -> bool:
         return any(row.metric == metric for row in self.metrics)
