@@ -121,10 +121,10 @@ def _lexical_text_classifier(data: str | None = None):
     """The lexical judge on unannotated text, its words learned from the training split of ``data`` (an mGeNTE
     path; default the bundled sample), and what it learned."""
     from gnt.data.entry import LANGUAGES
+    from gnt.data.lexicon import build_lexicon
     from gnt.data.splits import split_entries
     from gnt.judge.apply import load_rows
     from gnt.judge.lexical import LexicalJudge
-    from gnt.judge.lexicon import build_lexicon
 
     lexical = LexicalJudge()
     if data:
