@@ -381,3 +381,38 @@ def test_watch_keys_as_key_value_and_evaluation_keys_passed_on(tmp_path: Path, c
     assert _watch_cli().main([str(queue), str(recipe), "command=true"]) == 2  # both ways at once
     assert "one of them" in capsys.readouterr().err
     assert not list(queue.rglob("*checkpoint-4*.claim")) and not (queue / "sft" / "checkpoint-4.done.json").exists()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Reliability: bad durations refused before anything is claimed; failed checkpoints evaluated again on a rerun
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["poll_s=-1", "timeout_s=-4", "stale_claim_s=-1", "poll_s=nan"])
+def test_a_negative_duration_is_one_error_line_before_anything_is_claimed(tmp_path: Path, capsys, key: str) -> None:
+    queue = tmp_path / "queue"
+    queue_checkpoint(fake_checkpoint(tmp_path / "sft", 3), queue, global_step=3)
+    mark_training_done(queue, "sft", 3)
+    assert _watch_cli().main([str(queue), "command=echo {checkpoint}", "timeout_s=4", key]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"error: {key.split('=')[0]}=") and "seconds >= 0" in err[-1]
+    assert "Traceback" not in "\n".join(err) and not list(queue.rglob("*.claim"))
+
+
+def test_a_rerun_evaluates_the_failed_checkpoints_again_and_says_so(tmp_path: Path, capsys, caplog) -> None:
+    queue = tmp_path / "queue"
+    for step in (2, 4):
+        queue_checkpoint(fake_checkpoint(tmp_path / "sft", step), queue, global_step=step)
+    mark_training_done(queue, "sft", 4)
+    assert _watch_cli().main([str(queue), "command=false", "poll_s=0.01", "timeout_s=30"]) == 1
+    assert "2 checkpoint(s) evaluated, 2 failed" in capsys.readouterr().out
+    # without retrying, the failures are named, not silently skipped
+    assert _watch_cli().main([str(queue), "command=true", "poll_s=0.01", "timeout_s=30", "retry_failed=false"]) == 0
+    assert "0 checkpoint(s) evaluated" in capsys.readouterr().out
+    assert "2 checkpoint(s) failed before" in caplog.text and "sft/checkpoint-2" in caplog.text
+    # the fixed command evaluates them again (the default)
+    assert _watch_cli().main([str(queue), "command=test -d {checkpoint}", "poll_s=0.01", "timeout_s=30"]) == 0
+    assert "2 checkpoint(s) evaluated, 0 failed" in capsys.readouterr().out and "evaluating again 2" in caplog.text
+    assert read_json(queue / "sft" / "checkpoint-2.done.json")["status"] == "ok"
+    assert read_json(queue / "sft" / "checkpoint-2.failed.json")["status"] == "failed"  # the earlier record kept
+    assert _watch_cli().main([str(queue), "command=false", "poll_s=0.01", "timeout_s=30"]) == 0  # ok ones stay done

@@ -138,10 +138,14 @@ def build_dataset(config: BuildConfig) -> dict:
 
     templated = Split()
     pairs = []
+    notes: list[str] = []
     if config.templated_pairs:
         from gnt.data.templated import generate_pairs, pairs_to_entries
 
         pairs = generate_pairs(langs, max_pairs=config.templated_pairs, seed=config.seed)
+        if len(pairs) < config.templated_pairs:
+            notes.append(f"templated_pairs={config.templated_pairs} asks for more pairs than the templates give for "
+                         f"{', '.join(langs)}: all {len(pairs)} written")
         templated = split_entries(pairs_to_entries(pairs), config.seed, config.test_fraction, config.dev_fraction)
 
     cells = {"configs": config.train_configs, "shots": config.train_shots}
@@ -156,6 +160,8 @@ def build_dataset(config: BuildConfig) -> dict:
         )
 
     manifest = _manifest(config, split, templated, rows, started)
+    manifest["counts"]["templated_pairs"] = {"asked": config.templated_pairs, "written": len(pairs)}
+    manifest["notes"] = notes
     with atomic_directory(config.out_dir) as tmp:
         for kind in ("sft", "dpo"):
             for side, side_rows in rows[kind].items():

@@ -111,6 +111,8 @@ class JudgeRecipe(BackendSettings, DecodingSettings):
         self.validate_decoding()
         if self.judge_retries < 0:
             raise RecipeError(f"judge_retries must be >= 0 (got {self.judge_retries})")
+        if self.n_exemplars is not None and self.n_exemplars < 0:
+            raise RecipeError(f"n_exemplars must be >= 0 or null for every exemplar (got {self.n_exemplars})")
         for name in self.formats:
             if name.lower() != "all":
                 try:

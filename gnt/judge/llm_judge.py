@@ -38,6 +38,7 @@ from gnt.judge.schema import (
     normalise_label,
     schema_errors,
 )
+from gnt.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -386,7 +387,7 @@ class LLMJudge:
     def _record_attempt(self, judgment: Judgment, request: GenerationRequest, generation: Generation) -> None:
         judgment.attempts += 1
         judgment.request_keys.append(request.key(self.model_id))
-        judgment.raw = generation.text or ""
+        judgment.raw = redact(generation.text or "") or ""
         if generation.error:
             kind, detail = "backend_error", generation.error
         else:
@@ -400,5 +401,5 @@ class LLMJudge:
                 return
             kind, detail = parsed.error_kind or "invalid_json", parsed.detail
         judgment.error_kind = kind
-        judgment.error_detail = detail
+        judgment.error_detail = redact(detail) or ""
         judgment.attempt_errors.append(kind)

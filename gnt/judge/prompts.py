@@ -268,6 +268,8 @@ def load_prompt(
     exemplar_set = load_exemplars(lang, exemplars_dir) if n_exemplars != 0 else None
     exemplars = exemplar_set.exemplars if exemplar_set else ()
     if n_exemplars is not None:
+        if n_exemplars < 0:
+            raise ValueError(f"n_exemplars must be >= 0 or None (got {n_exemplars})")
         exemplars = exemplars[:n_exemplars]
     return JudgePrompt(
         fmt=fmt,

@@ -279,6 +279,8 @@ def load_resource_prompt(
     check.warnings.extend(DataError(f"shot left out (skip_bad_shots): {e.message}", e.path, e.line, e.column) for e in shot_errors)
     shots = check.shots.get((lang, fmt.name), [])
     if n_exemplars is not None:
+        if n_exemplars < 0:
+            raise ValueError(f"n_exemplars must be >= 0 or None (got {n_exemplars})")
         shots = shots[:n_exemplars]
     return JudgePrompt(
         fmt=fmt,
