@@ -19,7 +19,7 @@ def _llm_judge(recipe: JudgeRecipe, fmt: str | None = None, cache_path: str | Pa
     from gnt.judge.llm_judge import JudgeCache, LLMJudge
 
     backend = backend or make_backend(recipe)
-    return LLMJudge(backend, recipe.judge_config(fmt), JudgeCache(cache_path)), backend
+    return LLMJudge(backend, recipe.judge_settings(fmt), JudgeCache(cache_path)), backend
 
 
 def read_validation(path: str | Path | None) -> dict[str, Any] | None:
