@@ -382,3 +382,15 @@ def test_a_truncated_metrics_file_is_an_error_naming_it(tmp_path: Path, capsys: 
     assert module.main([str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith(f"error: {metrics}: unreadable") and "Rerun eval/evaluate.py" in err[-1]
+
+
+def test_a_recorded_stage_and_step_are_read_as_written_not_guessed(tmp_path) -> None:
+    from gnt.report.collect import ModelResult
+
+    record = {"format": "gnt-align/eval-record/2", "step": "grid", "kind": "checkpoint", "stage": "dpo",
+              "global_step": 7, "model": {"name": "myrun/checkpoint-9", "kind": "checkpoint", "run_dir": None}}
+    model = ModelResult(name="myrun/checkpoint-9", directory=tmp_path, record=record)
+    assert (model.is_base, model.stage, model.global_step) == (False, "dpo", 7)
+    legacy = ModelResult(name="myrun/checkpoint-9", directory=tmp_path,
+                         record={**record, "format": "gnt-align/eval-record/1", "global_step": None})
+    assert (legacy.stage, legacy.global_step) == ("myrun", 9)  # an old record: read from its folder's name

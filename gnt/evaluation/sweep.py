@@ -76,6 +76,7 @@ from gnt.io import hash_json, read_json, write_json, write_jsonl
 from gnt.output_format import output_regex
 from gnt.prompts.grid import Cell, GridPrompt, PromptGrid
 from gnt.records import environment_record
+from gnt.results_schema import EVAL_RECORD_FORMAT
 
 log = logging.getLogger("gnt.evaluation")
 
@@ -419,8 +420,11 @@ def _write_model(
                 files[METRICS] = lambda path: write_json(path, metrics)
     status = {"status": "failed", "error": outcome.error} if outcome.failed else {"status": "ok"}
     record = {
-        "format": "gnt-align/eval-record/1",
+        "format": EVAL_RECORD_FORMAT,
         **status,
+        "step": "grid",
+        "kind": model.kind,
+        "stage": model.stage,
         "generation_format": RECORD_FORMAT,
         "model": model.describe(),
         "model_id": backend.model_id,
