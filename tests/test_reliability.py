@@ -156,7 +156,7 @@ def test_an_api_key_echoed_in_an_error_body_is_never_stored(tmp_path: Path, monk
     from test_judge_http import ITEMS
 
     from gnt.generation.http_backend import HTTPBackend
-    from gnt.judge.llm_judge import JudgeCache, JudgeConfig, LLMJudge
+    from gnt.judge.llm_judge import JudgeCache, JudgeSettings, LLMJudge
     from gnt.redact import redact
 
     secret = "sk-test-0123456789abcdefSECRET"
@@ -172,7 +172,7 @@ def test_an_api_key_echoed_in_an_error_body_is_never_stored(tmp_path: Path, monk
         backend = HTTPBackend(server.url, "judge-model", api_key_env="GNT_TEST_JUDGE_KEY", concurrency=1,
                               timeout_s=2.0, max_retries=0, backoff_s=0.01)
         cache = tmp_path / "judgments.jsonl"
-        (result,) = LLMJudge(backend, JudgeConfig(max_retries=2), JudgeCache(cache)).judge(ITEMS[:1])
+        (result,) = LLMJudge(backend, JudgeSettings(judge_retries=2), JudgeCache(cache)).judge(ITEMS[:1])
         backend.close()
     assert server.requests[0]["headers"]["Authorization"] == f"Bearer {secret}"  # it was sent, and echoed
     assert result.error == "judge_error" and result.error_kind == "backend_error" and "HTTP 401" in result.error_detail

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from gnt.io import read_json, write_json
-from gnt.report.callback import (
+from gnt.checkpoint_queue import watch as watch_module
+from gnt.checkpoint_queue.callback import (
     END_MARKER,
     QUEUE_ENTRY,
     QueueCheckpointCallback,
     mark_training_done,
     queue_checkpoint,
 )
-from gnt.report.watch import (
+from gnt.checkpoint_queue.watch import (
     QueueItem,
     claim,
     command_evaluator,
@@ -32,6 +32,7 @@ from gnt.report.watch import (
     training_finished,
     watch,
 )
+from gnt.io import read_json, write_json
 
 
 def fake_checkpoint(run: Path, step: int) -> Path:
@@ -103,11 +104,32 @@ def test_watch_evaluates_each_checkpoint_once_and_records_failures(tmp_path: Pat
     assert seen == [1, 2, 3]
 
 
-def test_watch_stops_on_timeout_and_on_the_runs_own_record(tmp_path: Path) -> None:
+class FakeClock:
+    """The watcher's clock and sleep, without waiting: each sleep moves the clock on and is counted."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_watch_stops_on_timeout_and_on_the_runs_own_record(tmp_path: Path, monkeypatch) -> None:
     queue = tmp_path / "queue"
-    started = time.monotonic()
+    clock = FakeClock()
+    monkeypatch.setattr(watch_module, "time", clock)
     assert watch(queue, lambda item: None, poll_s=0.05, timeout_s=0.3) == []  # no queue yet: waits, then stops
-    assert 0.25 <= time.monotonic() - started < 5
+    assert clock.now - 1000.0 == pytest.approx(0.3)  # waited out the timeout, polling, and no longer
+    assert len(clock.sleeps) >= 6 and max(clock.sleeps) <= 0.05 + 1e-9  # every poll_s, the last one cut short
+    monkeypatch.undo()  # the seconds on a real clock: bench/waits.py
     run = tmp_path / "sft"
     write_json(run / "gnt_run.json", {"stage": "sft", "status": "running"})
     queue_checkpoint(fake_checkpoint(run, 1), queue, global_step=1)

@@ -90,7 +90,7 @@ def recipe_evaluator(pipeline: Any, *, include_base: bool = True) -> Any:
 
 
 def _run(call: Call) -> int:
-    from gnt.report import watch as watching
+    from gnt.checkpoint_queue import watch as watching
 
     options = call.build(WatchOptions)
     queue, recipe = call.subject, call.recipe_file

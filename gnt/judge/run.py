@@ -19,7 +19,7 @@ def _llm_judge(recipe: JudgeRecipe, fmt: str | None = None, cache_path: str | Pa
     from gnt.judge.llm_judge import JudgeCache, LLMJudge
 
     backend = backend or make_backend(recipe)
-    return LLMJudge(backend, recipe.judge_config(fmt), JudgeCache(cache_path)), backend
+    return LLMJudge(backend, recipe.judge_settings(fmt), JudgeCache(cache_path)), backend
 
 
 def read_validation(path: str | Path | None) -> dict[str, Any] | None:
@@ -140,10 +140,10 @@ def _lexical_text_classifier(data: str | None = None):
     """The lexical judge on unannotated text, its words learned from the training split of ``data`` (an mGeNTE
     path; default the bundled sample), and what it learned."""
     from gnt.data.entry import LANGUAGES
+    from gnt.data.lexicon import build_lexicon
     from gnt.data.splits import split_entries
     from gnt.judge.apply import load_rows
     from gnt.judge.lexical import LexicalJudge
-    from gnt.judge.lexicon import build_lexicon
 
     lexical = LexicalJudge()
     if data:

@@ -1,6 +1,6 @@
 """Evaluate queued checkpoints as they appear, while training runs (on this or another machine sharing the disk).
 
-The queue is written by :class:`gnt.report.callback.QueueCheckpointCallback` (layout in that module). A watcher
+The queue is written by :class:`gnt.checkpoint_queue.callback.QueueCheckpointCallback` (layout in that module). A watcher
 polls it, *claims* each new checkpoint by creating ``checkpoint-N.claim`` with ``O_EXCL`` (so two watchers on two
 GPUs or machines never evaluate the same checkpoint twice), evaluates it with a function it is given, and writes
 ``checkpoint-N.done.json`` (status, seconds, result or error). A failed evaluation is marked done with its error
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gnt.report.callback import END_MARKER, QUEUE_ENTRY, RUN_RECORD
+from gnt.checkpoint_queue.callback import END_MARKER, QUEUE_ENTRY, RUN_RECORD
 
 log = logging.getLogger(__name__)
 
