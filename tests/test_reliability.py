@@ -427,3 +427,16 @@ def test_the_package_metadata_uses_the_spdx_license_string() -> None:
     project = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
     assert project["project"]["license"] == "Apache-2.0"  # a table is deprecated (setuptools warned three times)
     assert any(r.startswith("setuptools>=77") for r in project["build-system"]["requires"])
+
+
+def test_a_shard_worker_is_not_refused_for_steps_only_the_merge_runs(tmp_path: Path, monkeypatch, capsys,
+                                                                    eval_tiny_run: Path) -> None:
+    from gnt.cli.evaluate import main
+    from gnt.pipeline import Pipeline
+
+    monkeypatch.setattr(Pipeline, "run", lambda self, say=print: [])
+    argv = [EVAL_TINY, f"runs={eval_tiny_run}", f"out_dir={tmp_path / 'eval'}", "langs=it", "configs=None",
+            "progress=false"]
+    assert main([*argv, "shard=0/2"]) == 0  # the worker generates its share of the grid; attribution is not its
+    assert main(argv) == 2  # the whole evaluation would reach the attribution step: refused
+    assert "attribution.cells: it/G+S/4 not in" in _one_error_line(capsys.readouterr().err)

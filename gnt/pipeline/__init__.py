@@ -204,8 +204,11 @@ def build_pipeline(config: EvalConfig, keys: PipelineKeys, *, recipe: str | None
         raw = getattr(keys, step)
         settings[step] = check_settings(step, raw, lambda key, step=step: _where(recipe, lines, given, step, key))
     pipeline = Pipeline(config, steps, settings)
+    worker = parse_shard_is_worker(config.shard)  # a shard worker runs the grid only: the rest is the merge's
     for name in steps:  # a step whose own recipe file or keys do not hold together fails now, not after the sweep
-        step_of(name).check(pipeline.step_config(name), pipeline)
+        step_config = pipeline.step_config(name)
+        if not worker or name == "grid":
+            step_of(name).check(step_config, pipeline)
     check_grid_results(pipeline)
     return pipeline
 
