@@ -117,10 +117,14 @@ def _assignments(overrides: dict) -> list[str]:
 
 @dataclass
 class StepCost:
-    """What one step took: wall seconds and the peak resident memory of its process tree."""
+    """What one step took: wall seconds, CPU seconds (user + system, of the step and the processes it waited for)
+    and the peak resident memory. CPU seconds do not grow when other work shares the cores, wall seconds do: the
+    load average when the step started says which to trust."""
 
     seconds: float
     peak_rss_mb: float | None
+    cpu_seconds: float | None = None
+    load_at_start: float | None = None
 
 
 def run(command: list[str], title: str, dry_run: bool = False) -> StepCost:
@@ -132,6 +136,7 @@ def run(command: list[str], title: str, dry_run: bool = False) -> StepCost:
     print(f"\n=== {title}\n$ {shlex.join(command)}", flush=True)
     if dry_run:
         return StepCost(0.0, None)
+    load = round(os.getloadavg()[0], 2)
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
@@ -145,8 +150,9 @@ def run(command: list[str], title: str, dry_run: bool = False) -> StepCost:
         print(f"\ndemo: step '{title}' failed with exit status {process.returncode}", file=sys.stderr)
         sys.exit(process.returncode)
     peak = round(usage.ru_maxrss / 1024, 1)  # kB on Linux
-    print(f"--- {title}: {seconds:.0f} s, peak memory {peak:.0f} MB", flush=True)
-    return StepCost(round(seconds, 1), peak)
+    cpu = round(usage.ru_utime + usage.ru_stime, 1)
+    print(f"--- {title}: {seconds:.0f} s ({cpu:.0f} CPU s), peak memory {peak:.0f} MB", flush=True)
+    return StepCost(round(seconds, 1), peak, cpu, load)
 
 
 def _run(call: Call) -> int:
@@ -184,7 +190,9 @@ def _run(call: Call) -> int:
     peak = max((cost.peak_rss_mb or 0.0 for cost in timings.values()), default=0.0)
     write_json(out / DEMO_RECORD, {
         "model": args.model, "steps": {name: asdict(cost) for name, cost in timings.items()},
-        "seconds_total": round(total, 1), "peak_rss_mb": peak, "environment": environment_record(),
+        "seconds_total": round(total, 1), "peak_rss_mb": peak,
+        "cpu_seconds_total": round(sum(cost.cpu_seconds or 0.0 for cost in timings.values()), 1),
+        "environment": environment_record(),
     })
     print("\n=== demo finished")
     for name, cost in timings.items():
