@@ -54,6 +54,9 @@ class DemoProfile:
     sft: str
     dpo: str
     eval: str
+    evaluate: str = "every"
+    """Which trained checkpoints the evaluation scores beside the base: ``every`` (SFT and DPO) or ``final`` (DPO
+    only: on 2 CPU cores each Gemma checkpoint costs minutes of generation, and the goals are final vs base)."""
 
 
 MODELS = {
@@ -63,7 +66,7 @@ MODELS = {
     # path on the 4-shot cells of all languages.
     "gemma": DemoProfile(
         ("langs=it,es", "train_configs=None,S", "train_shots=0", "templated_pairs=600"),
-        "recipes/gemma270m.yaml", "recipes/gemma270m-dpo.yaml", "recipes/eval-gemma270m.yaml",
+        "recipes/gemma270m.yaml", "recipes/gemma270m-dpo.yaml", "recipes/eval-gemma270m.yaml", "final",
     ),
     "smollm": DemoProfile(
         ("langs=it,es", "train_configs=None,S", "train_shots=0", "templated_pairs=600"),
@@ -91,6 +94,9 @@ class DemoOptions:
     steps: list[Literal[STEPS]] = field(default_factory=lambda: list(STEPS), metadata={  # type: ignore[valid-type]
         "help": f"the steps to run, a subset of {','.join(STEPS)}"})
     dry_run: bool = field(default=False, metadata={"help": "print the commands without running them"})
+    evaluate: Literal["final", "every"] | None = field(default=None, metadata={
+        "help": "score the final (DPO) checkpoint only, or every stage's (SFT and DPO), beside the base (null: the "
+                "model's default: final for gemma, every for smollm and tiny)"})
     sft: dict = _step("sft")
     dpo: dict = _step("dpo")
     eval: dict = _step("eval")
@@ -162,6 +168,7 @@ def _run(call: Call) -> int:
     data, sft, dpo, results = out / "data", out / "runs" / "sft", out / "runs" / "dpo", out / "eval"
     profile = MODELS[args.model]
     py = sys.executable
+    evaluate = args.evaluate or profile.evaluate
     timings: dict[str, StepCost] = {}
 
     if "data" in steps:
@@ -179,7 +186,8 @@ def _run(call: Call) -> int:
         )
     if any(step in EVAL_STEPS for step in steps):
         timings["evaluation"] = run(
-            [py, "eval/evaluate.py", profile.eval, f"runs={sft},{dpo}", f"out_dir={results}",
+            [py, "eval/evaluate.py", profile.eval, f"runs={dpo}" if evaluate == "final" else f"runs={sft},{dpo}",
+             f"out_dir={results}",
              *eval_arguments(steps, args)],
             f"evaluation: the steps of {profile.eval} over the base model and every checkpoint", args.dry_run,
         )
