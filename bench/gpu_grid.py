@@ -54,7 +54,7 @@ from typing import Any
 
 from record import RESULTS_DIR, print_table, save_record
 
-from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
+from gnt.bootstrap import DEFAULT_SAMPLES
 
 ROOT = Path(__file__).resolve().parent.parent
 

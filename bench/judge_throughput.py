@@ -64,10 +64,10 @@ def items(count: int) -> list:
 def run_level(url: str, server: Any, batch: list, concurrency: int) -> dict[str, Any]:
     """Judge ``batch`` with a fresh judge and cache at one concurrency limit; what the server saw and the time."""
     from gnt.generation.http_backend import HTTPBackend
-    from gnt.judge.llm_judge import JudgeCache, JudgeConfig, LLMJudge
+    from gnt.judge.llm_judge import JudgeCache, JudgeSettings, LLMJudge
 
     backend = HTTPBackend(url, "bench-judge", concurrency=concurrency, timeout_s=30.0, max_retries=0)
-    judge = LLMJudge(backend, JudgeConfig(), JudgeCache())
+    judge = LLMJudge(backend, JudgeSettings(), JudgeCache())
     for lang in LANGS:
         judge.prompt(lang)  # prompt files are read once per judge: not part of the judging time
     with server._lock:

@@ -25,7 +25,7 @@ from record import RESULTS_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 
-BENCHMARKS = ("data_build", "train_overhead", "sweep_scaling", "judge_throughput", "attribution")
+BENCHMARKS = ("data_build", "train_overhead", "sweep_scaling", "judge_throughput", "attribution", "waits")
 
 
 def goals_of(name: str, figures: dict[str, Any]) -> dict[str, bool]:

@@ -119,22 +119,53 @@ def locked(handle: Any, *, exclusive: bool) -> Iterator[None]:
 
 @contextlib.contextmanager
 def atomic_directory(target: str | Path) -> Iterator[Path]:
-    """Yield a fresh temporary directory that replaces ``target`` only if the block finishes without error."""
+    """Yield a fresh temporary directory that replaces ``target`` only if the block finishes without error.
+
+    Writers into one parent folder take turns (an exclusive ``flock`` on that folder, released by the kernel if the
+    holder dies; no lock file is left behind), so whatever an earlier, killed writer left beside the target is
+    known stale when the lock is taken: its ``.NAME.tmp-*`` folder is removed, and a ``.NAME.old-*`` folder is put back as ``target`` when the
+    writer died between its two renames (else removed).
+    """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    with _folder_lock(target.parent):
+        _remove_stale_siblings(target)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        try:
+            yield tmp
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        old = None
+        if target.exists():
+            old = target.parent / f".{target.name}.old-{os.getpid()}"
+            os.replace(target, old)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on a folder itself for the block."""
+    fd = os.open(folder, os.O_RDONLY)
     try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = None
-    if target.exists():
-        old = target.parent / f".{target.name}.old-{os.getpid()}"
-        os.replace(target, old)
-    os.replace(tmp, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _remove_stale_siblings(target: Path) -> None:
+    """Clean what a killed :func:`atomic_directory` left beside ``target`` (called with its lock held)."""
+    for stale in sorted(target.parent.glob(f".{target.name}.old-*")):
+        if stale.is_dir() and not target.exists():
+            os.replace(stale, target)  # killed between moving the old folder away and moving the new one in
+        else:
+            shutil.rmtree(stale, ignore_errors=True)
+    for stale in target.parent.glob(f".{target.name}.tmp-*"):
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 @contextlib.contextmanager

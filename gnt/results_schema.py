@@ -23,7 +23,8 @@ METRICS_FORMAT = "gnt-align/eval-metrics/1"
 PREFERENCE_FORMAT = "gnt-align/preference/1"
 XCOMET_SUMMARY_FORMAT = "gnt-align/xcomet-summary/1"
 TEMPLATED_METRICS_FORMAT = "gnt-align/templated-metrics/1"
-EVAL_RECORD_FORMAT = "gnt-align/eval-record/1"
+EVAL_RECORD_FORMAT = "gnt-align/eval-record/2"
+"""/2 records the step that wrote it, the model's kind and its training stage (/1 left the reader to guess)."""
 SUMMARY_FORMAT = "gnt-align/eval-summary/1"
 
 
@@ -320,6 +321,9 @@ class EvalRecord(TypedDict, total=False):
     format: str  # EVAL_RECORD_FORMAT
     status: Literal["ok", "failed"]
     error: str  # the first generation error, when status is failed
+    step: str  # the step that wrote it: grid
+    kind: Literal["base", "checkpoint", "adapter"]
+    stage: str  # base, or the training stage (sft, dpo), else the run folder's name, else adapter
     generation_format: str
     model: ModelDescription
     model_id: str

@@ -18,9 +18,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator
 
-from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
-from gnt.generation.base import DEFAULT_PREFIX_CACHING, DecodingParams
+from gnt.bootstrap import BootstrapSettings  # its home is beside the functions it is passed to
 from gnt.recipe import RecipeError
+
+DEFAULT_PREFIX_CACHING = True
+"""Whether backends reuse the key/value cache of a shared prompt prefix (vLLM's prefix caching, the transformers
+backend's prefix reuse) unless a recipe's ``enable_prefix_caching`` says otherwise. Outputs are the same either way
+(greedy, token for token); turning it off only costs time."""
+DEFAULT_MAX_NEW_TOKENS = 256
+"""The token cap per reply unless a recipe says otherwise (recipe key ``max_new_tokens``)."""
 
 BackendKind = Literal["transformers", "vllm", "http"]
 
@@ -125,25 +131,11 @@ class BackendSettings:
 class DecodingSettings:
     """How much is generated per request and how requests are cut into backend calls (greedy decoding)."""
 
-    max_new_tokens: int = field(default=DecodingParams.max_new_tokens, metadata={"help": "token cap per reply"})
+    max_new_tokens: int = field(default=DEFAULT_MAX_NEW_TOKENS, metadata={"help": "token cap per reply"})
     chunk_size: int = field(default=256, metadata={"help": "requests per backend call and per cache write"})
 
     def validate_decoding(self) -> None:
         check_positive(self, "max_new_tokens", "chunk_size")
-
-
-@dataclass
-class BootstrapSettings:
-    """The paired bootstrap behind every confidence interval the project reports (docs/metrics.md)."""
-
-    bootstrap_samples: int = field(default=DEFAULT_SAMPLES, metadata={"help": "bootstrap resamples per interval"})
-    bootstrap_seed: int = field(default=DEFAULT_SEED, metadata={"help": "seed of the resampling"})
-    alpha: float = field(default=DEFAULT_ALPHA, metadata={"help": "1 - confidence level of the intervals"})
-
-    def validate_bootstrap(self) -> None:
-        check_positive(self, "bootstrap_samples")
-        if not 0 < self.alpha < 1:
-            raise RecipeError(f"alpha must be between 0 and 1 (got {self.alpha})")
 
 
 def bootstrap_of(config: object) -> dict[str, object]:

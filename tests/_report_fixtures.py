@@ -72,6 +72,7 @@ def make_results(
     With ``judge`` the metrics carry the judge step's ``judge`` block; with ``xcomet`` the xCOMET step's rows,
     summary and metrics blocks are written by the xCOMET module's own functions.
     """
+    from gnt.bootstrap import BootstrapSettings
     from gnt.evaluation.metrics import compute_metrics
 
     models = [("base", None)] + [(f"{stage}/checkpoint-{s}", s) for s in steps]
@@ -112,7 +113,7 @@ def make_results(
                                 "label": "NEUTRAL" if neutral else "CORRECTLY GENDERED", "neutral": neutral,
                                 "judge_error": None,
                             }
-        metrics = compute_metrics(records, judgments if judge else None, n_boot=200, seed=0)
+        metrics = compute_metrics(records, judgments if judge else None, bootstrap=BootstrapSettings(200, 0))
         leakage = {"status": "not_applicable"} if step is None else {"status": "clean", "overlap": 0,
                                                                       "source": "gnt_run.json train_source_keys"}
         metrics.update(model=name, global_step=step, leakage=leakage)
@@ -122,7 +123,6 @@ def make_results(
                                 "agreement_lexical": {"n": 10, "agreement": 0.9, "kappa": 0.8}}
         if xcomet:
             from gnt.comet.summary import merge_into_metrics, summarize
-            from gnt.settings import BootstrapSettings
 
             scored = [{"key": r["key"], "lang": r["lang"], "id": r["id"], "cell": r["cell"], "set": r["set"],
                        "score_matching": 0.0 if r["error"] else 0.5 + 0.1 * index + (0.05 if r["set"] == "Set-N" else 0),

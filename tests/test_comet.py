@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from gnt.bootstrap import BootstrapSettings
 from gnt.comet import env as comet_env
 from gnt.comet.config import CometConfig
 from gnt.comet.folder import score_folder
@@ -28,7 +29,6 @@ from gnt.filenames import XCOMET_CACHE as CACHE
 from gnt.io import read_jsonl, write_jsonl
 from gnt.recipe import RecipeError
 from gnt.results.folder import ResultsFolder
-from gnt.settings import BootstrapSettings
 
 COMET_DIR = Path(__file__).resolve().parent.parent / "gnt" / "comet"
 

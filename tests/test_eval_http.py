@@ -109,13 +109,10 @@ def test_concurrency_limit_is_respected_and_order_is_kept() -> None:
     with OpenAITestServer(responder=slow) as server:
         http = backend(server, concurrency=3)
         requests = [request(f"<en> sentence {i}", constraint=Constraint("regex", output_regex("it"))) for i in range(9)]
-        started = time.perf_counter()
         generations = http.generate(requests)
-        elapsed = time.perf_counter() - started
         http.close()
-    assert server.max_in_flight == 3
+    assert server.max_in_flight == 3  # ran in parallel, never more at once (the seconds: bench/waits.py)
     assert [g.text for g in generations] == [f"<it> **NEUTRAL** [sentence {i}]" for i in range(9)]
-    assert elapsed < 9 * 0.15  # ran in parallel
 
 
 def test_the_run_record_opens_with_backend_model_and_identity_like_every_backend() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from gnt.bootstrap import BootstrapSettings, paired_bootstrap
 from gnt.data.entry import Entry
-from gnt.evaluation.bootstrap import paired_bootstrap
 from gnt.evaluation.generation_records import GENERATION_FAILED, generation_record
 from gnt.evaluation.metrics import compute_metrics, paired_comparison
 from gnt.generation.base import Generation
@@ -33,7 +33,7 @@ FIXTURE = [
 
 
 def test_label_metrics_match_hand_computed_values() -> None:
-    m = compute_metrics(FIXTURE, n_boot=500)
+    m = compute_metrics(FIXTURE, bootstrap=BootstrapSettings(500))
     for block in (m["cells"][CELL], m["languages"]["it"], m["overall"]):
         assert block["n"] == 8
         assert block["extraction_errors"]["n"] == 2
@@ -53,14 +53,14 @@ def test_label_metrics_match_hand_computed_values() -> None:
 def test_macro_f1_is_unweighted_mean_of_class_f1() -> None:
     records = [rec(0, "Set-G", "M", "GENDERED"), rec(1, "Set-G", "M", "GENDERED"), rec(2, "Set-N", None, "GENDERED")]
     # GENDERED: TP 2, FP 1, FN 0 → 0.8; NEUTRAL: TP 0, FP 0, FN 1 → 0
-    assert compute_metrics(records, n_boot=100)["overall"]["label_macro_f1"]["value"] == pytest.approx(0.4)
+    assert compute_metrics(records, bootstrap=BootstrapSettings(100))["overall"]["label_macro_f1"]["value"] == pytest.approx(0.4)
 
 
 def test_confidence_intervals_contain_the_estimate_and_are_reproducible() -> None:
     records = [rec(i, "Set-G" if i % 3 else "Set-N", "F" if i % 2 else "M", "GENDERED" if i % 5 else "NEUTRAL")
                for i in range(60)]
-    first = compute_metrics(records, n_boot=400, seed=3)
-    assert first == compute_metrics(records, n_boot=400, seed=3)
+    first = compute_metrics(records, bootstrap=BootstrapSettings(400, 3))
+    assert first == compute_metrics(records, bootstrap=BootstrapSettings(400, 3))
     overall = first["overall"]
     stats = [overall["label_macro_f1"], overall["extraction_errors"]["rate"], *overall["label_accuracy"].values(),
              *overall["set_g_by_gender"].values()]
@@ -74,7 +74,7 @@ def test_aggregates_resample_rows_not_records() -> None:
     """The same row in two cells is one resampling unit: both cells' records move together."""
     cells = ["it/None/0", "it/G/2"]
     records = [rec(i, "Set-N", None, "NEUTRAL" if i < 10 else "GENDERED", cell=c) for c in cells for i in range(20)]
-    m = compute_metrics(records, n_boot=300)
+    m = compute_metrics(records, bootstrap=BootstrapSettings(300))
     assert m["overall"]["n"] == 40 and set(m["cells"]) == set(cells)
     assert m["overall"]["label_accuracy"]["all"]["value"] == pytest.approx(0.5)
 
@@ -85,7 +85,7 @@ def test_judgments_fill_gnt_accuracy_and_coherence() -> None:
     judgments = {f"{CELL}/k{i}": {"neutral": v, "label": "NEUTRAL" if v else "CORRECTLY GENDERED"}
                  for i, v in neutral.items()}
     del judgments[f"{CELL}/k5"]  # one clean output the judge never saw
-    block = compute_metrics(FIXTURE, judgments, n_boot=200)["overall"]
+    block = compute_metrics(FIXTURE, judgments, bootstrap=BootstrapSettings(200))["overall"]
     gnt = block["gnt_accuracy"]
     # Set-G: r0 gendered ✓, r1 neutral ✗, r2 neutral ✗, r3 error ✗ → 1/4; Set-N: r4 ✓, r6 ✗, r7 error ✗ (r5 unjudged)
     assert (gnt["Set-G"]["value"], gnt["Set-G"]["n"]) == (pytest.approx(1 / 4), 4)
@@ -100,7 +100,7 @@ def test_judgments_fill_gnt_accuracy_and_coherence() -> None:
 
 
 def test_paired_bootstrap_says_no_difference_for_identical_outputs() -> None:
-    result = paired_comparison(FIXTURE, [dict(r) for r in FIXTURE], n_boot=2000)
+    result = paired_comparison(FIXTURE, [dict(r) for r in FIXTURE], bootstrap=BootstrapSettings(2000))
     assert result["diff"] == 0 and result["ci"] == [0.0, 0.0] and result["p_value"] == 1.0
     assert result["n"] == 8
 
@@ -108,7 +108,7 @@ def test_paired_bootstrap_says_no_difference_for_identical_outputs() -> None:
 def test_paired_bootstrap_detects_a_clear_difference() -> None:
     a = [1.0] * 90 + [0.0] * 10
     b = [1.0] * 40 + [0.0] * 60
-    result = paired_bootstrap(a, b, n_boot=2000, seed=1)
+    result = paired_bootstrap(a, b, bootstrap=BootstrapSettings(2000, 1))
     assert result["diff"] == pytest.approx(0.5)
     assert result["ci"][0] > 0.3 and result["p_value"] < 0.01
     with pytest.raises(ValueError):
@@ -116,9 +116,9 @@ def test_paired_bootstrap_detects_a_clear_difference() -> None:
 
 
 def test_empty_and_degenerate_blocks_do_not_crash() -> None:
-    empty = compute_metrics([], n_boot=50)["overall"]
+    empty = compute_metrics([], bootstrap=BootstrapSettings(50))["overall"]
     assert empty["n"] == 0 and empty["label_accuracy"]["all"]["value"] is None
-    only_g = compute_metrics([rec(0, "Set-G", "F", "GENDERED")], n_boot=50)["overall"]
+    only_g = compute_metrics([rec(0, "Set-G", "F", "GENDERED")], bootstrap=BootstrapSettings(50))["overall"]
     assert only_g["label_accuracy"]["Set-N"] == {"value": None, "ci": None, "n": 0}
     assert only_g["label_accuracy"]["Set-G"]["ci"] == [1.0, 1.0]
 
@@ -143,7 +143,7 @@ def test_extraction_edge_cases_are_counted_never_raised(raw, error, label, trans
     assert (record["error"], record["label"], record["translation"]) == (error, label, translation)
     assert record["label_correct"] == (error is None and label == "NEUTRAL")
     assert record["ref_g"] == entry.ref_g and record["ref_n"] == list(entry.ref_n)
-    m = compute_metrics([record], n_boot=20)["overall"]
+    m = compute_metrics([record], bootstrap=BootstrapSettings(20))["overall"]
     assert m["extraction_errors"]["by_code"] == ({error: 1} if error else {})
     assert m["label_accuracy"]["all"]["value"] == (1.0 if error is None else 0.0)
 
@@ -154,15 +154,15 @@ def test_backend_failure_is_a_counted_error() -> None:
     prompt = PromptGrid(["it"]).render(entry.source, cell)
     record = generation_record(entry, cell, prompt, "k", Generation("", error="HTTP 500"), "base")
     assert record["error"] == GENERATION_FAILED and record["generation_error"] == "HTTP 500"
-    assert compute_metrics([record], n_boot=20)["overall"]["extraction_errors"]["by_code"] == {GENERATION_FAILED: 1}
+    assert compute_metrics([record], bootstrap=BootstrapSettings(20))["overall"]["extraction_errors"]["by_code"] == {GENERATION_FAILED: 1}
 
 
 def test_balanced_accuracy_and_the_constant_label_baseline() -> None:
     """Balanced accuracy weighs each set half; every constant label scores 50% on it, whatever the set sizes."""
-    block = compute_metrics(FIXTURE, n_boot=200)["overall"]
+    block = compute_metrics(FIXTURE, bootstrap=BootstrapSettings(200))["overall"]
     assert block["label_balanced_accuracy"]["value"] == pytest.approx((2 / 4 + 2 / 4) / 2)
     constant = [rec(i, "Set-G" if i < 3 else "Set-N", "M" if i < 3 else None, "NEUTRAL") for i in range(10)]
-    block = compute_metrics(constant, n_boot=200)["overall"]
+    block = compute_metrics(constant, bootstrap=BootstrapSettings(200))["overall"]
     assert block["label_accuracy"]["Set-N"]["value"] == 1.0  # a constant label aces one set ...
     assert block["label_balanced_accuracy"]["value"] == pytest.approx(0.5)  # ... and decides nothing
     baselines = block["label_baselines"]
@@ -174,14 +174,14 @@ def test_balanced_accuracy_and_the_constant_label_baseline() -> None:
 
 def test_a_label_that_is_95_percent_one_class_is_flagged_as_collapse() -> None:
     records = [rec(i, "Set-G" if i % 2 else "Set-N", "M", "NEUTRAL" if i else "GENDERED") for i in range(20)]
-    distribution = compute_metrics(records, n_boot=50)["overall"]["label_distribution"]
+    distribution = compute_metrics(records, bootstrap=BootstrapSettings(50))["overall"]["label_distribution"]
     assert distribution["counts"] == {"GENDERED": 1, "NEUTRAL": 19} and distribution["majority_share"] == 0.95
     assert distribution["collapsed"] == "NEUTRAL" and distribution["collapse"] == 1.0
     records[2]["label"] = "GENDERED"  # 18 of 20: 90%, a bias but not a collapse
-    distribution = compute_metrics(records, n_boot=50)["overall"]["label_distribution"]
+    distribution = compute_metrics(records, bootstrap=BootstrapSettings(50))["overall"]["label_distribution"]
     assert distribution["collapsed"] is None and distribution["collapse"] == 0.0
     errors_only = [rec(i, "Set-N", None, None, "no_label") for i in range(3)]
-    assert compute_metrics(errors_only, n_boot=50)["overall"]["label_distribution"]["collapse"] is None
+    assert compute_metrics(errors_only, bootstrap=BootstrapSettings(50))["overall"]["label_distribution"]["collapse"] is None
 
 
 def test_adequacy_uses_chrf_against_every_reference_and_counts_errors_as_inadequate() -> None:
@@ -199,7 +199,7 @@ def test_adequacy_uses_chrf_against_every_reference_and_counts_errors_as_inadequ
         {**rec(2, "Set-N", None, None, "unterminated"), "translation": None, "ref_g": refs[0], "ref_n": [refs[1]]},
     ]
     judged_neutral = {r["key"]: {"neutral": True} for r in records[:2]}
-    block = compute_metrics(records, judged_neutral, n_boot=100)["overall"]
+    block = compute_metrics(records, judged_neutral, bootstrap=BootstrapSettings(100))["overall"]
     adequacy = block["adequacy"]
     assert adequacy["adequate"]["value"] == pytest.approx(1 / 3) and adequacy["n_inadequate"] == 1
     assert adequacy["adequate_among_extracted"]["value"] == pytest.approx(1 / 2)

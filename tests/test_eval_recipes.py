@@ -91,7 +91,7 @@ def test_every_judge_recipe_loads(recipe: Path) -> None:
     from gnt.judge.config import load_judge_recipe
 
     loaded = load_judge_recipe(recipe)
-    assert loaded.judge_config().max_retries == loaded.judge_retries and loaded.recipe == str(recipe)
+    assert loaded.judge_settings().judge_retries == loaded.judge_retries and loaded.recipe == str(recipe)
 
 
 def test_eval_and_judge_take_the_same_backend_keys_with_the_same_defaults_and_meaning() -> None:
@@ -140,7 +140,7 @@ def test_max_retries_keeps_its_old_meaning_in_each_kind_under_its_new_name(caplo
         evaluation = load_eval_config(None, [("max_retries", "2")])
         judge = load_judge_recipe(None, [("judge", "lexical"), ("max_retries", "1"), ("http_max_retries", "4")])
     assert (evaluation.http_retries, judge.judge_retries, judge.http_retries) == (2, 1, 4)
-    assert judge.judge_config().max_retries == 1  # the re-asks, not the HTTP retries
+    assert judge.judge_settings().judge_retries == 1  # the re-asks, not the HTTP retries
     assert "'max_retries' is deprecated since 2026-12-01: write http_retries" in caplog.text
     assert "'max_retries' is deprecated since 2026-12-01: write judge_retries" in caplog.text
     assert "'http_max_retries' is deprecated since 2026-12-01: write http_retries" in caplog.text
@@ -154,8 +154,8 @@ def test_the_judge_chunk_size_is_the_judge_chunk_and_batch_size_the_backend_batc
     from gnt.judge.config import load_judge_recipe
 
     recipe = load_judge_recipe(RECIPES_DIR / "judge-tiny.yaml", [("batch_size", "4"), ("chunk_size", "32")])
-    assert recipe.judge_config().chunk_size == 32 and recipe.batch_size == 4
-    assert not hasattr(recipe.judge_config(), "batch_size")
+    assert recipe.judge_settings().chunk_size == 32 and recipe.batch_size == 4
+    assert not hasattr(recipe.judge_settings(), "batch_size")
 
 
 def test_system_role_has_one_vocabulary_in_training_and_evaluation(tmp_path: Path) -> None:
@@ -223,7 +223,7 @@ def test_the_offline_aliases_work_in_every_recipe_kind(tiny_model_dir: Path, mon
 
 
 def test_keys_carry_their_choices_and_help_for_the_generated_usage() -> None:
-    from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
+    from gnt.bootstrap import DEFAULT_SAMPLES
     from gnt.evaluation.config import SCHEMA as EVAL
     from gnt.training.config import stage_schema
 

@@ -60,6 +60,9 @@ def test_sweep_covers_the_grid_writes_everything_and_loads_the_base_once(sweep) 
     for entry in summary["models"]:
         records, metrics, record = read_model(out, entry["name"])
         assert len(records) == N_CELLS * 2 and {r["cell"] for r in records} == expected_cells
+        base = entry["name"] == "base"  # the record says what the report would otherwise guess
+        assert record["format"] == "gnt-align/eval-record/2" and record["step"] == "grid"
+        assert (record["kind"], record["stage"]) == (("base", "base") if base else ("checkpoint", "sft"))
         assert set(metrics["cells"]) == expected_cells and set(metrics["languages"]) == {"it", "de"}
         assert metrics["overall"]["n"] == len(records)
         for slot in ("gnt_accuracy", "coherence", "xcomet"):

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from _judge_fakes import ScriptedBackend
 
+from gnt.bootstrap import BootstrapSettings
 from gnt.data.entry import Entry
 from gnt.evaluation.metrics import compute_metrics
 from gnt.io import read_json, read_jsonl, write_json, write_jsonl
 from gnt.judge.apply import judge_results
 from gnt.judge.lexical import LexicalJudge
-from gnt.judge.llm_judge import JudgeCache, JudgeConfig, LLMJudge
+from gnt.judge.llm_judge import JudgeCache, JudgeSettings, LLMJudge
 from gnt.results.folder import ResultsFolder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +60,7 @@ def _results(tmp_path: Path) -> Path:
         folder = out / model
         records = _records(model.replace("/", "_"))
         write_jsonl(folder / "generations.jsonl", records)
-        metrics = compute_metrics(records, n_boot=50)
+        metrics = compute_metrics(records, bootstrap=BootstrapSettings(50))
         metrics["overall"]["xcomet"] = {"value": 0.5, "ci": [0.4, 0.6]}  # filled by another step: must survive
         write_json(folder / "metrics.json", metrics)
     write_jsonl(out / "cache" / "generations.jsonl", [{"key": "x", "text": "y"}])  # not a model folder
@@ -75,7 +76,7 @@ def test_gnt_accuracy_and_coherence_from_known_judgments(tmp_path):
     folder = ResultsFolder.on_disk(out)
     assert list(folder.models) == ["base", "sft/checkpoint-2"]  # the generation cache is not a model folder
     backend = _backend()
-    judge = LLMJudge(backend, JudgeConfig(max_retries=1), JudgeCache(out / "cache" / "judgments.jsonl"))
+    judge = LLMJudge(backend, JudgeSettings(judge_retries=1), JudgeCache(out / "cache" / "judgments.jsonl"))
     validation = {"kind": "references", "results": [
         {"format": "CROSS-P+L", "lang": "all", "cells": {"overall": {"accuracy": 0.8}}}]}
     summaries = judge_results(folder, folder.models, llm=judge, lexical=LexicalJudge(), entries=_entries(),
@@ -118,7 +119,7 @@ def test_gnt_accuracy_and_coherence_from_known_judgments(tmp_path):
 
     # a rerun judges nothing: every item (the judge error too) comes from the cache
     rerun_backend = ScriptedBackend(LABELS)
-    rerun = LLMJudge(rerun_backend, JudgeConfig(max_retries=1), JudgeCache(out / "cache" / "judgments.jsonl"))
+    rerun = LLMJudge(rerun_backend, JudgeSettings(judge_retries=1), JudgeCache(out / "cache" / "judgments.jsonl"))
     judge_results(folder, folder.models, llm=rerun, lexical=LexicalJudge(), entries=_entries())
     assert rerun_backend.requests == [] and rerun.stats.cached == 7
     assert read_json(out / "base" / "metrics.json")["overall"]["gnt_accuracy"]["all"]["value"] == pytest.approx(2 / 7)

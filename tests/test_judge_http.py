@@ -8,7 +8,7 @@ from _judge_fakes import reply_for
 from http_server import OpenAITestServer, Reply
 
 from gnt.generation.http_backend import HTTPBackend
-from gnt.judge.llm_judge import JudgeCache, JudgeConfig, JudgeItem, LLMJudge
+from gnt.judge.llm_judge import JudgeCache, JudgeItem, JudgeSettings, LLMJudge
 
 ITEMS = [
     JudgeItem("it", "The citizens are tired.", "I cittadini sono stanchi."),
@@ -39,7 +39,7 @@ def test_http_faults_end_as_retried_successes_or_counted_errors(tmp_path):
     with OpenAITestServer(script, responder) as server:
         backend = _backend(server)
         cache = tmp_path / "judgments.jsonl"
-        judge = LLMJudge(backend, JudgeConfig(max_retries=2), JudgeCache(cache))
+        judge = LLMJudge(backend, JudgeSettings(judge_retries=2), JudgeCache(cache))
         assert judge.schema_variant == "strict"
         first, second = judge.judge(ITEMS)
         assert first.ok and first.label == "WRONGLY GENDERED" and first.neutral is False
@@ -54,7 +54,7 @@ def test_http_faults_end_as_retried_successes_or_counted_errors(tmp_path):
         assert sorted({b["temperature"] for b in bodies}) == [0.0, 0.2, 0.4]
         n_requests = len(server.requests)
         # a rerun through the same server judges nothing
-        again = LLMJudge(backend, JudgeConfig(max_retries=2), JudgeCache(cache)).judge(ITEMS)
+        again = LLMJudge(backend, JudgeSettings(judge_retries=2), JudgeCache(cache)).judge(ITEMS)
         assert [j.label for j in again] == [first.label, second.label] and len(server.requests) == n_requests
         backend.close()
 
@@ -62,7 +62,7 @@ def test_http_faults_end_as_retried_successes_or_counted_errors(tmp_path):
 def test_http_persistent_failure_is_a_counted_judge_error(tmp_path):
     with OpenAITestServer([Reply(status=429)] * 2 + [Reply(content="I cannot answer that.")] * 5, responder) as server:
         backend = _backend(server)
-        judge = LLMJudge(backend, JudgeConfig(max_retries=1))
+        judge = LLMJudge(backend, JudgeSettings(judge_retries=1))
         (result,) = judge.judge(ITEMS[:1])
         assert result.error == "judge_error" and result.error_kind == "invalid_json"
         assert result.raw == "I cannot answer that." and result.attempt_errors == ["backend_error", "invalid_json"]

@@ -56,7 +56,7 @@ def test_binary_agreement():
 
 # ------------------------------------------------------------------ learned lexicon: judging text without annotations
 def test_suffix_rules_derive_the_other_gender_form_of_an_annotated_word():
-    from gnt.judge.lexicon import other_form, suffix_rules
+    from gnt.data.lexicon import other_form, suffix_rules
 
     rules = suffix_rules([("stanco", "stanca"), ("alto", "alta"), ("attore", "attrice"), ("felice", "felice")])
     assert rules == [("o", "a")]  # "ore"→"rice" is seen once: not trusted
@@ -67,7 +67,7 @@ def test_suffix_rules_derive_the_other_gender_form_of_an_annotated_word():
 
 def test_learned_lexicon_uses_lexicons_annotations_and_derived_forms():
     from gnt.data.entry import Entry
-    from gnt.judge.lexicon import build_lexicon
+    from gnt.data.lexicon import build_lexicon
 
     row = Entry(id="x", lang="it", set="Set-G", source="The Commissioner said he was satisfied.", ref_g="...",
                 ref_n=("...",), gender="M", gendered_words=("commissario", "soddisfatto"))

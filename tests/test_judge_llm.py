@@ -7,7 +7,7 @@ import json
 from _judge_fakes import RaisingBackend, ScriptedBackend, reply_for
 
 from gnt.generation.base import Generation
-from gnt.judge.llm_judge import JudgeCache, JudgeConfig, JudgeItem, LLMJudge, parse_reply
+from gnt.judge.llm_judge import JudgeCache, JudgeItem, JudgeSettings, LLMJudge, parse_reply
 from gnt.judge.schema import json_schema
 
 SRC = "The citizens are tired."
@@ -39,7 +39,7 @@ def test_parse_reply_cases():
 def test_judges_every_format_and_stores_phrases_label_and_neutrality():
     for fmt in ("MONO-L", "MONO-P+L", "CROSS-L", "CROSS-P+L"):
         backend = ScriptedBackend(LABELS)
-        judge = LLMJudge(backend, JudgeConfig(format=fmt))
+        judge = LLMJudge(backend, JudgeSettings(format=fmt))
         out = judge.judge(ITEMS)
         assert [j.neutral for j in out] == [False, True, False]
         assert all(j.ok and j.attempts == 1 and j.error is None for j in out)
@@ -62,7 +62,7 @@ def test_faults_are_retried_with_rising_temperature_then_recorded():
         "La señora Haug tiene razón.": ["not json"] * 10,
     }
     backend = ScriptedBackend(LABELS, faults)
-    judge = LLMJudge(backend, JudgeConfig(max_retries=3, temperature_step=0.2))
+    judge = LLMJudge(backend, JudgeSettings(judge_retries=3, temperature_step=0.2))
     first, second, third = judge.judge(ITEMS)
     assert first.ok and first.attempts == 3 and first.attempt_errors == ["invalid_json", "empty_phrases"]
     assert second.ok and second.attempts == 2 and second.attempt_errors == ["backend_error"]
@@ -77,7 +77,7 @@ def test_faults_are_retried_with_rising_temperature_then_recorded():
 
 
 def test_backend_that_raises_ends_in_counted_errors():
-    judge = LLMJudge(RaisingBackend(), JudgeConfig(max_retries=1))
+    judge = LLMJudge(RaisingBackend(), JudgeSettings(judge_retries=1))
     out = judge.judge(ITEMS)
     assert all(j.error == "judge_error" and j.error_kind == "backend_error" for j in out)
     assert "engine died" in out[0].error_detail and judge.stats.errors == 3
@@ -87,7 +87,7 @@ def test_cache_dedupes_and_a_rerun_judges_nothing(tmp_path):
     cache_path = tmp_path / "judge_cache.jsonl"
     faults = {"La señora Haug tiene razón.": ["bad"] * 10}
     backend = ScriptedBackend(LABELS, faults)
-    judge = LLMJudge(backend, JudgeConfig(max_retries=1), JudgeCache(cache_path))
+    judge = LLMJudge(backend, JudgeSettings(judge_retries=1), JudgeCache(cache_path))
     out = judge.judge(ITEMS + ITEMS)  # duplicates are judged once
     assert [j.neutral for j in out[:3]] == [j.neutral for j in out[3:]]
     assert judge.stats.unique == 3 and judge.stats.requests == 3 + 1
@@ -95,12 +95,12 @@ def test_cache_dedupes_and_a_rerun_judges_nothing(tmp_path):
     assert len(records) == 3 and sum(r["error"] == "judge_error" for r in records) == 1
 
     rerun_backend = ScriptedBackend(LABELS)
-    rerun = LLMJudge(rerun_backend, JudgeConfig(max_retries=1), JudgeCache(cache_path))
+    rerun = LLMJudge(rerun_backend, JudgeSettings(judge_retries=1), JudgeCache(cache_path))
     again = rerun.judge(ITEMS)
     assert rerun_backend.requests == [] and rerun.stats.cached == 3 and all(j.cached for j in again)
     assert [j.label for j in again] == [j.label for j in out[:3]]
 
-    retry = LLMJudge(rerun_backend, JudgeConfig(max_retries=1, retry_errors=True), JudgeCache(cache_path))
+    retry = LLMJudge(rerun_backend, JudgeSettings(judge_retries=1, retry_errors=True), JudgeCache(cache_path))
     fixed = retry.judge(ITEMS)
     assert len(rerun_backend.requests) == 1 and fixed[2].ok and fixed[2].label == "CORRECTLY GENDERED"
     assert JudgeCache(cache_path).get(fixed[2].cache_key)["error"] is None  # the later record wins
@@ -108,14 +108,14 @@ def test_cache_dedupes_and_a_rerun_judges_nothing(tmp_path):
 
 def test_cache_key_covers_model_format_and_prompt_but_mono_ignores_source(tmp_path):
     cache = JudgeCache()
-    a = LLMJudge(ScriptedBackend(LABELS, model_id="judge-a"), JudgeConfig(), cache)
-    b = LLMJudge(ScriptedBackend(LABELS, model_id="judge-b"), JudgeConfig(), cache)
+    a = LLMJudge(ScriptedBackend(LABELS, model_id="judge-a"), JudgeSettings(), cache)
+    b = LLMJudge(ScriptedBackend(LABELS, model_id="judge-b"), JudgeSettings(), cache)
     item = ITEMS[0]
     assert a.key(item) != b.key(item)
-    assert a.key(item) != LLMJudge(a.backend, JudgeConfig(format="CROSS-L"), cache).key(item)
-    assert a.key(item) != LLMJudge(a.backend, JudgeConfig(n_exemplars=2), cache).key(item)
+    assert a.key(item) != LLMJudge(a.backend, JudgeSettings(format="CROSS-L"), cache).key(item)
+    assert a.key(item) != LLMJudge(a.backend, JudgeSettings(n_exemplars=2), cache).key(item)
     assert a.key(item) != a.key(JudgeItem("it", "Another source.", item.translation))
-    mono = LLMJudge(a.backend, JudgeConfig(format="MONO-P+L"), cache)
+    mono = LLMJudge(a.backend, JudgeSettings(format="MONO-P+L"), cache)
     assert mono.key(item) == mono.key(JudgeItem("it", "Another source.", item.translation))
 
 
@@ -125,6 +125,6 @@ def test_schema_variant_follows_the_backend():
     backend.json_schema_strict = True
     strict = LLMJudge(backend)
     assert strict.schema_variant == "strict" and strict.constraint.value == json_schema("CROSS-P+L", "strict")
-    assert LLMJudge(backend, JudgeConfig(schema_variant="full")).schema_variant == "full"
+    assert LLMJudge(backend, JudgeSettings(schema_variant="full")).schema_variant == "full"
     strict.judge(ITEMS[:1])
     assert "minItems" not in json.dumps(backend.requests[-1].constraint.value)

@@ -11,7 +11,7 @@ import pytest
 from _judge_fakes import ScriptedBackend
 
 from gnt.data.errors import DataErrors
-from gnt.judge.llm_judge import JudgeConfig, JudgeItem, LLMJudge
+from gnt.judge.llm_judge import JudgeItem, JudgeSettings, LLMJudge
 from gnt.judge.resources import check_resources, load_resource_prompt
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +70,7 @@ def test_shots_become_exemplar_turns_in_their_own_format(fmt):
 
 def test_an_llm_judge_runs_on_resources(tmp_path):
     backend = ScriptedBackend({"Il comitato ha deciso.": "NEUTRAL"})
-    judge = LLMJudge(backend, JudgeConfig(format="CROSS-L", judge_resources=str(CLEAN)))
+    judge = LLMJudge(backend, JudgeSettings(format="CROSS-L", judge_resources=str(CLEAN)))
     [judgment] = judge.judge([JudgeItem("it", "The committee decided.", "Il comitato ha deciso.")])
     assert judgment.ok and judgment.label == "NEUTRAL"
     assert judge.describe()["prompts"]["it"]["exemplars"].endswith("shots/it/cross-l.tsv")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from gnt.judge.llm_judge import JudgeConfig, JudgeItem, LLMJudge, parse_reply
+from gnt.judge.llm_judge import JudgeItem, JudgeSettings, LLMJudge, parse_reply
 from gnt.judge.schema import FORMATS, schema_errors
 
 ITEMS = [
@@ -40,7 +40,7 @@ def tiny_backend(tiny_model_dir):
 
 def test_tiny_judge_replies_are_schema_valid_for_every_format_and_language(tiny_backend):
     cases = [(name, item) for name in FORMATS for item in ITEMS]
-    judges = {name: LLMJudge(tiny_backend, JudgeConfig(format=name, max_new_tokens=768)) for name in FORMATS}
+    judges = {name: LLMJudge(tiny_backend, JudgeSettings(format=name, max_new_tokens=768)) for name in FORMATS}
     requests = [judges[name].request(item, attempt=0) for name, item in cases]
     for (name, item), request in zip(cases, requests, strict=True):  # prompt + longest reply fit the context
         prompt_tokens = len(tiny_backend.tokenizer(tiny_backend.prompt_text(request))["input_ids"])
@@ -56,7 +56,7 @@ def test_tiny_judge_replies_are_schema_valid_for_every_format_and_language(tiny_
 
 
 def test_tiny_judge_end_to_end(tiny_backend):
-    judge = LLMJudge(tiny_backend, JudgeConfig(format="MONO-L", max_retries=0))
+    judge = LLMJudge(tiny_backend, JudgeSettings(format="MONO-L", judge_retries=0))
     assert judge.schema_variant == "full"
     judgments = judge.judge(ITEMS)
     assert all(j.ok and j.attempts == 1 and j.label in FORMATS["MONO-L"].labels for j in judgments)

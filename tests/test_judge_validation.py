@@ -11,7 +11,7 @@ from _judge_fakes import ScriptedBackend
 from gnt.data.errors import DataErrors
 from gnt.data.mgente import load_mgente
 from gnt.judge.agreement import classification_report, cohen_kappa
-from gnt.judge.llm_judge import JudgeConfig, LLMJudge
+from gnt.judge.llm_judge import JudgeSettings, LLMJudge
 from gnt.judge.prompts import exemplar_source_keys
 from gnt.judge.validation import (
     gold_summary,
@@ -42,7 +42,7 @@ PREDICTED = {
 
 
 def test_gold_tsv_figures_match_hand_computation():
-    judge = LLMJudge(ScriptedBackend(PREDICTED), JudgeConfig(format="CROSS-P+L"))
+    judge = LLMJudge(ScriptedBackend(PREDICTED), JudgeSettings(format="CROSS-P+L"))
     report = validate_tsv(FIXTURES / "gold.tsv", llm_classifier(judge), "CROSS-P+L")
     labels = report["labels"]
     # 7 of 10 right. Per label P = R = F1: CG 2/3, WG 2/3, N 3/4 -> macro-F1 = (2/3 + 2/3 + 3/4) / 3.
@@ -68,7 +68,7 @@ def test_gold_tsv_figures_match_hand_computation():
 
 def test_mono_format_folds_gold_and_errors_count_as_wrong():
     faults = {"Τα μέλη ψήφισαν.": ["garbage"] * 5}
-    judge = LLMJudge(ScriptedBackend(PREDICTED, faults), JudgeConfig(format="MONO-L", max_retries=1))
+    judge = LLMJudge(ScriptedBackend(PREDICTED, faults), JudgeSettings(format="MONO-L", judge_retries=1))
     report = validate_tsv(FIXTURES / "gold.tsv", llm_classifier(judge), "MONO-L")
     labels = report["labels"]
     # gold G x6 N x4; pred G G G G G N N N N ERROR -> 8 right, the error is wrong but not a label
@@ -109,7 +109,7 @@ def test_reference_validation_table_on_the_sample(tmp_path):
 
     backend = ScriptedBackend(label)
     classifiers = {
-        fmt: llm_classifier(LLMJudge(backend, JudgeConfig(format=fmt))) for fmt in ("CROSS-P+L", "MONO-L")
+        fmt: llm_classifier(LLMJudge(backend, JudgeSettings(format=fmt))) for fmt in ("CROSS-P+L", "MONO-L")
     }
     report = validate_references(entries, classifiers, exclude, judge_info={"judge_model": "fake"})
     assert report["excluded_exemplar_rows"] == 32

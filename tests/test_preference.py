@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from _eval_helpers import ScriptedBackend
 
+from gnt.bootstrap import BootstrapSettings
 from gnt.evaluation.preference import PREFERENCE, SCORE_CACHE, load_pairs, preference_metrics
 from gnt.evaluation.sweep import run_sweep
 from gnt.generation.base import Adapter
@@ -84,7 +85,7 @@ def test_metrics_count_wins_per_kind_and_language_with_intervals() -> None:
          "margin": 0.5 if i < 4 else -0.5, "error": None}
         for i in range(10)
     ] + [{"id": "r10", "lang": "es", "kind": "a", "won": None, "margin": None, "error": "boom"}]
-    block = preference_metrics(records, n_boot=200, seed=0, alpha=0.05)
+    block = preference_metrics(records, BootstrapSettings(200, 0, 0.05))
     assert block["all"]["value"] == pytest.approx(4 / 11)  # an error counts as a pair lost
     assert block["all"]["n"] == 11 and block["n_errors"] == 1
     assert block["by_kind"]["b"]["value"] == pytest.approx(2 / 5)  # r0, r2 won of r0 r2 r4 r6 r8

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from _report_fixtures import make_results, make_run
 
+from gnt.bootstrap import BootstrapSettings
 from gnt.io import read_json, write_json
 from gnt.report.config import ReportConfig
 from gnt.report.markdown import unescape_cell
@@ -262,13 +263,13 @@ def test_paired_bootstrap_identical_and_different() -> None:
     from gnt.report.significance import holm, paired_bootstrap
 
     same = {f"it|{i}|c": float(i % 2) for i in range(40)}
-    result = paired_bootstrap(same, dict(same), samples=200)
+    result = paired_bootstrap(same, dict(same), bootstrap=BootstrapSettings(200))
     assert result is not None and result.delta == 0 and result.p_value == 1.0 and result.marker() == ""
     better = {k: 1.0 for k in same}
-    result = paired_bootstrap(same, better, samples=200)
+    result = paired_bootstrap(same, better, bootstrap=BootstrapSettings(200))
     assert result is not None and result.delta == pytest.approx(0.5) and result.p_value < 0.05
     assert result.lo <= result.delta <= result.hi and result.marker() == "▲"
-    wide = paired_bootstrap(same, better, samples=200, alpha=0.01)  # the configured alpha sets the interval
+    wide = paired_bootstrap(same, better, bootstrap=BootstrapSettings(200, alpha=0.01))  # the configured alpha sets the interval
     assert wide is not None and wide.lo <= result.lo and wide.hi >= result.hi and (wide.lo, wide.hi) != (result.lo, result.hi)
     assert paired_bootstrap(same, {"other|1|c": 1.0}) is None
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
@@ -381,3 +382,15 @@ def test_a_truncated_metrics_file_is_an_error_naming_it(tmp_path: Path, capsys: 
     assert module.main([str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith(f"error: {metrics}: unreadable") and "Rerun eval/evaluate.py" in err[-1]
+
+
+def test_a_recorded_stage_and_step_are_read_as_written_not_guessed(tmp_path) -> None:
+    from gnt.report.collect import ModelResult
+
+    record = {"format": "gnt-align/eval-record/2", "step": "grid", "kind": "checkpoint", "stage": "dpo",
+              "global_step": 7, "model": {"name": "myrun/checkpoint-9", "kind": "checkpoint", "run_dir": None}}
+    model = ModelResult(name="myrun/checkpoint-9", directory=tmp_path, record=record)
+    assert (model.is_base, model.stage, model.global_step) == (False, "dpo", 7)
+    legacy = ModelResult(name="myrun/checkpoint-9", directory=tmp_path,
+                         record={**record, "format": "gnt-align/eval-record/1", "global_step": None})
+    assert (legacy.stage, legacy.global_step) == ("myrun", 9)  # an old record: read from its folder's name

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from _eval_helpers import ScriptedBackend
 
+from gnt.bootstrap import BootstrapSettings
 from gnt.io import read_json, write_json, write_jsonl
 from gnt.output_format import format_output
 from gnt.paths import SAMPLE_DIR
@@ -73,7 +74,7 @@ def _preference_block(out: Path, model: str) -> dict:
                 "margin": 0.5 if i % 3 else -0.5, "won": bool(i % 3), "error": None}
                for i, kind in enumerate(["neutralise", "regender"] * 6)]
     write_jsonl(out / model / PREFERENCE, records)
-    block = preference_metrics(records, n_boot=BOOT, seed=0, alpha=0.05)
+    block = preference_metrics(records, BootstrapSettings(BOOT, 0, 0.05))
     block["split"] = "test"
     metrics = read_json(out / model / "metrics.json")
     metrics["preference_accuracy"] = block
@@ -92,7 +93,7 @@ def _templated(out: Path, model: str) -> dict:
                           "kind": ("omission_i", "active_they")[pair % 2], "label": label,
                           "strategy": "N1" if label == "N" else None, "expected_gender": "M" if variant == "determined" else None,
                           "cue_stereotype": None, "adjective_stereotype": None, "reason": None, "gender_marked": True})
-    metrics = compute_metrics(items, n_boot=BOOT)
+    metrics = compute_metrics(items, bootstrap=BootstrapSettings(BOOT))
     write_jsonl(out / model / "templated" / "outputs.jsonl", items)
     write_json(out / model / "templated" / "metrics.json", metrics)
     return metrics

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from gnt.bootstrap import BootstrapSettings
 from gnt.templated_suite.metrics import block_metrics, compute_metrics, language_metrics, tidy_rows
 
 
@@ -39,7 +40,7 @@ def value(result: dict) -> float | None:
 
 
 def test_proportions_and_deltas_match_hand_computation():
-    block = block_metrics(fixture_items(), "t", n_boot=200)
+    block = block_metrics(fixture_items(), "t", bootstrap=BootstrapSettings(200))
     assert block["n_pairs"] == 5
     assert block["classified"] == {"determined": 4, "ambiguous": 4}
     assert block["counts"]["determined"] == {"M": 3, "F": 1, "N": 0, "unknown": 1}
@@ -61,7 +62,7 @@ def test_proportions_and_deltas_match_hand_computation():
 
 
 def test_omission_and_active_subsets():
-    metrics = language_metrics(fixture_items(), "t", n_boot=200)["subsets"]
+    metrics = language_metrics(fixture_items(), "t", bootstrap=BootstrapSettings(200))["subsets"]
     omission, active = metrics["omission"], metrics["active"]
     # omission (pairs 1, 2, 5): det M, F; amb M, N
     assert [value(omission["delta"][c]) for c in "MFN"] == pytest.approx([0.0, -0.5, 0.5])
@@ -72,7 +73,7 @@ def test_omission_and_active_subsets():
 
 
 def test_stereotype_effect_and_misgendering():
-    cue = language_metrics(fixture_items(), "t", n_boot=200)["stereotype"]["cue"]
+    cue = language_metrics(fixture_items(), "t", bootstrap=BootstrapSettings(200))["stereotype"]["cue"]
     # ambiguous, no cue (pairs 1, 3, 5): M 1/2, N 1/2; F cue (pair 2): N; M cue (pair 4): M
     assert value(cue["none"]["ambiguous"]["N"]) == pytest.approx(0.5)
     assert value(cue["F"]["effect"]["N"]) == pytest.approx(0.5)
@@ -96,7 +97,7 @@ def test_a_model_blind_to_ambiguity_has_zero_deltas():
         kind = rng.choice(["omission_i", "omission_you", "active_they"])
         items.append(item(pair, "determined", kind, label, strategy, expected=rng.choice("MF")))
         items.append(item(pair, "ambiguous", kind, label, strategy))
-    metrics = language_metrics(items, "blind", n_boot=300)
+    metrics = language_metrics(items, "blind", bootstrap=BootstrapSettings(300))
     for subset in ("all", "omission", "active"):
         for c in "MFN":
             result = metrics["subsets"][subset]["delta"][c]
@@ -105,10 +106,10 @@ def test_a_model_blind_to_ambiguity_has_zero_deltas():
 
 def test_empty_groups_give_none_not_errors():
     items = [item(1, "determined", "omission_i", "unknown", expected="M"), item(1, "ambiguous", "omission_i", "unknown")]
-    block = block_metrics(items, "u", n_boot=50)
+    block = block_metrics(items, "u", bootstrap=BootstrapSettings(50))
     assert block["determined"]["M"] == {"value": None, "ci": None, "n": 0}
     assert block["delta"]["N"]["value"] is None
-    assert block_metrics([], "empty", n_boot=50)["n_pairs"] == 0
+    assert block_metrics([], "empty", bootstrap=BootstrapSettings(50))["n_pairs"] == 0
 
 
 def test_grid_labels_and_tidy_rows():
@@ -118,7 +119,7 @@ def test_grid_labels_and_tidy_rows():
         it["grid_label"] = "NEUTRAL" if it["variant"] == "ambiguous" else "GENDERED"
         it["extraction_error"] = None
     items[-1]["extraction_error"], items[-1]["grid_label"] = "no_label", None
-    metrics = compute_metrics(items, n_boot=100)
+    metrics = compute_metrics(items, bootstrap=BootstrapSettings(100))
     labels = metrics["styles"]["grid"]["it"]["grid_labels"]
     assert value(labels["neutral_label"]["ambiguous"]) == 1.0
     assert value(labels["neutral_label"]["determined"]) == 0.0
@@ -131,6 +132,6 @@ def test_grid_labels_and_tidy_rows():
 
 
 def test_bootstrap_is_reproducible():
-    a = block_metrics(fixture_items(), "same", n_boot=100, seed=7)
-    b = block_metrics(fixture_items(), "same", n_boot=100, seed=7)
+    a = block_metrics(fixture_items(), "same", bootstrap=BootstrapSettings(100, 7))
+    b = block_metrics(fixture_items(), "same", bootstrap=BootstrapSettings(100, 7))
     assert a == b

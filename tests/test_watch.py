@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from gnt.io import read_json, write_json
-from gnt.report.callback import (
+from gnt.checkpoint_queue import watch as watch_module
+from gnt.checkpoint_queue.callback import (
     END_MARKER,
     QUEUE_ENTRY,
     QueueCheckpointCallback,
     mark_training_done,
     queue_checkpoint,
 )
-from gnt.report.watch import (
+from gnt.checkpoint_queue.watch import (
     QueueItem,
     claim,
     command_evaluator,
@@ -32,6 +32,7 @@ from gnt.report.watch import (
     training_finished,
     watch,
 )
+from gnt.io import read_json, write_json
 
 
 def fake_checkpoint(run: Path, step: int) -> Path:
@@ -103,11 +104,32 @@ def test_watch_evaluates_each_checkpoint_once_and_records_failures(tmp_path: Pat
     assert seen == [1, 2, 3]
 
 
-def test_watch_stops_on_timeout_and_on_the_runs_own_record(tmp_path: Path) -> None:
+class FakeClock:
+    """The watcher's clock and sleep, without waiting: each sleep moves the clock on and is counted."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_watch_stops_on_timeout_and_on_the_runs_own_record(tmp_path: Path, monkeypatch) -> None:
     queue = tmp_path / "queue"
-    started = time.monotonic()
+    clock = FakeClock()
+    monkeypatch.setattr(watch_module, "time", clock)
     assert watch(queue, lambda item: None, poll_s=0.05, timeout_s=0.3) == []  # no queue yet: waits, then stops
-    assert 0.25 <= time.monotonic() - started < 5
+    assert clock.now - 1000.0 == pytest.approx(0.3)  # waited out the timeout, polling, and no longer
+    assert len(clock.sleeps) >= 6 and max(clock.sleeps) <= 0.05 + 1e-9  # every poll_s, the last one cut short
+    monkeypatch.undo()  # the seconds on a real clock: bench/waits.py
     run = tmp_path / "sft"
     write_json(run / "gnt_run.json", {"stage": "sft", "status": "running"})
     queue_checkpoint(fake_checkpoint(run, 1), queue, global_step=1)
@@ -359,3 +381,38 @@ def test_watch_keys_as_key_value_and_evaluation_keys_passed_on(tmp_path: Path, c
     assert _watch_cli().main([str(queue), str(recipe), "command=true"]) == 2  # both ways at once
     assert "one of them" in capsys.readouterr().err
     assert not list(queue.rglob("*checkpoint-4*.claim")) and not (queue / "sft" / "checkpoint-4.done.json").exists()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Reliability: bad durations refused before anything is claimed; failed checkpoints evaluated again on a rerun
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["poll_s=-1", "timeout_s=-4", "stale_claim_s=-1", "poll_s=nan"])
+def test_a_negative_duration_is_one_error_line_before_anything_is_claimed(tmp_path: Path, capsys, key: str) -> None:
+    queue = tmp_path / "queue"
+    queue_checkpoint(fake_checkpoint(tmp_path / "sft", 3), queue, global_step=3)
+    mark_training_done(queue, "sft", 3)
+    assert _watch_cli().main([str(queue), "command=echo {checkpoint}", "timeout_s=4", key]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"error: {key.split('=')[0]}=") and "seconds >= 0" in err[-1]
+    assert "Traceback" not in "\n".join(err) and not list(queue.rglob("*.claim"))
+
+
+def test_a_rerun_evaluates_the_failed_checkpoints_again_and_says_so(tmp_path: Path, capsys, caplog) -> None:
+    queue = tmp_path / "queue"
+    for step in (2, 4):
+        queue_checkpoint(fake_checkpoint(tmp_path / "sft", step), queue, global_step=step)
+    mark_training_done(queue, "sft", 4)
+    assert _watch_cli().main([str(queue), "command=false", "poll_s=0.01", "timeout_s=30"]) == 1
+    assert "2 checkpoint(s) evaluated, 2 failed" in capsys.readouterr().out
+    # without retrying, the failures are named, not silently skipped
+    assert _watch_cli().main([str(queue), "command=true", "poll_s=0.01", "timeout_s=30", "retry_failed=false"]) == 0
+    assert "0 checkpoint(s) evaluated" in capsys.readouterr().out
+    assert "2 checkpoint(s) failed before" in caplog.text and "sft/checkpoint-2" in caplog.text
+    # the fixed command evaluates them again (the default)
+    assert _watch_cli().main([str(queue), "command=test -d {checkpoint}", "poll_s=0.01", "timeout_s=30"]) == 0
+    assert "2 checkpoint(s) evaluated, 0 failed" in capsys.readouterr().out and "evaluating again 2" in caplog.text
+    assert read_json(queue / "sft" / "checkpoint-2.done.json")["status"] == "ok"
+    assert read_json(queue / "sft" / "checkpoint-2.failed.json")["status"] == "failed"  # the earlier record kept
+    assert _watch_cli().main([str(queue), "command=false", "poll_s=0.01", "timeout_s=30"]) == 0  # ok ones stay done

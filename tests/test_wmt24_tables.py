@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gnt.bootstrap import resampling_weights
 from gnt.data.errors import DataError
-from gnt.evaluation.bootstrap import resampling_weights
 from gnt.templated_suite.wmt24.moved import format_moved, items_writer, moved, read_items, write_items
 from gnt.templated_suite.wmt24.placement import STATISTICS, place
 from gnt.templated_suite.wmt24.reader import parse_segment

@@ -109,7 +109,7 @@ def test_every_judge_request_becomes_real_sampling_params_with_a_schema_vllm_com
     recipe = load_judge_recipe(RECIPES_DIR / "judge-vllm.yaml", [("schema_variant", variant)])
     backend = VLLMBackend(str(tiny_model_dir))
     for name in FORMATS:
-        judge = LLMJudge(backend, recipe.judge_config(name))
+        judge = LLMJudge(backend, recipe.judge_settings(name))
         for attempt in (0, 1):  # a retry samples: temperature > 0 brings top_p
             request = judge.request(JudgeItem("it", "The doctors arrived.", "Il personale medico è arrivato."), attempt)
             check_structured_outputs(sampling_kwargs(request)["structured_outputs"])
@@ -166,7 +166,7 @@ def test_http_bodies_are_valid_vllm_serve_chat_completion_requests(tiny_model_di
     from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 
     from gnt.generation.http_backend import HTTPBackend
-    from gnt.judge.llm_judge import JudgeConfig, JudgeItem, LLMJudge
+    from gnt.judge.llm_judge import JudgeItem, JudgeSettings, LLMJudge
 
     backend = HTTPBackend("http://localhost:8000/v1", "Qwen/Qwen2.5-7B-Instruct")
     adapter = Adapter("sft/checkpoint-8", "runs/sft/checkpoint-8", "abc")
@@ -178,7 +178,7 @@ def test_http_bodies_are_valid_vllm_serve_chat_completion_requests(tiny_model_di
             assert params.structured_outputs.regex == request.constraint.value and params.temperature == 0
     assert backend.body(GenerationRequest(request.messages, adapter))["model"] == "sft/checkpoint-8"
 
-    judge = LLMJudge(backend, JudgeConfig())  # over HTTP: the strict schema in response_format
+    judge = LLMJudge(backend, JudgeSettings())  # over HTTP: the strict schema in response_format
     body = backend.body(judge.request(JudgeItem("de", "The teachers", "Die Lehrkräfte"), 1))
     parsed = check_request_body(body, ChatCompletionRequest)
     params = parsed.to_sampling_params(max_tokens=body["max_tokens"], default_sampling_params={})

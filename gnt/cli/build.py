@@ -35,6 +35,8 @@ def _run(call: Call) -> None:
 
     config = build_config(call)
     manifest = build_dataset(config)
+    for note in manifest.get("notes", []):
+        print(f"note: {note}", flush=True)
     totals = manifest["counts"]["totals"]
     print(f"data written to {Path(config.out_dir).resolve()} in {manifest['seconds']} s")
     for name, count in totals.items():

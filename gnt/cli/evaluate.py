@@ -54,7 +54,12 @@ def _run(call: Call) -> None:
 
     pipeline = pipeline_of(call)
     pipeline.run()
-    print(f"results: {pipeline.out}/{SUMMARY}")
+    summary = pipeline.out / SUMMARY
+    if summary.is_file():
+        print(f"results: {summary}")
+    else:  # a shard whose siblings are still generating: nothing merged yet
+        print(f"shard {pipeline.config.shard} done; {summary} is written when the last shard finishes (or by "
+              "shard=merge)")
 
 
 COMMAND = Command(

@@ -45,6 +45,15 @@ class WatchOptions:
         "help": "take over claims older than this many seconds (a watcher that died)"})
     report: bool = field(default=False, metadata={"help": "rebuild <out_dir>/report after every checkpoint"})
     wandb: bool = field(default=False, metadata={"help": "log the metrics into the training runs' W&B runs at the end"})
+    retry_failed: bool = field(default=True, metadata={
+        "help": "evaluate again the checkpoints whose evaluation failed before this watcher started (false: leave "
+                "them failed, and say so)"})
+
+    def __post_init__(self) -> None:
+        for name in ("poll_s", "timeout_s", "stale_claim_s"):
+            value = getattr(self, name)
+            if value is not None and not value >= 0:  # NaN fails too
+                raise RecipeError(f"{name}={value}: give a number of seconds >= 0")
 
 
 def evaluation_pipeline(call: Call, options: WatchOptions) -> Any:
@@ -81,7 +90,7 @@ def recipe_evaluator(pipeline: Any, *, include_base: bool = True) -> Any:
 
 
 def _run(call: Call) -> int:
-    from gnt.report import watch as watching
+    from gnt.checkpoint_queue import watch as watching
 
     options = call.build(WatchOptions)
     queue, recipe = call.subject, call.recipe_file
@@ -117,7 +126,8 @@ def _run(call: Call) -> int:
             print(f"wandb: run {result['run_id']} ({result['mode']}): {len(result['logged'])} row(s) logged")
 
     records = watching.watch(queue, evaluate, poll_s=options.poll_s, timeout_s=options.timeout_s, once=options.once,
-                             stale_claim_s=options.stale_claim_s, after_each=after_each, on_finish=on_finish)
+                             stale_claim_s=options.stale_claim_s, after_each=after_each, on_finish=on_finish,
+                             retry_failed=options.retry_failed)
     failed = [r for r in records if r.get("status") != "ok"]
     print(f"watch: {len(records)} checkpoint(s) evaluated, {len(failed)} failed")
     return 1 if failed else 0

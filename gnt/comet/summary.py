@@ -13,18 +13,17 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from gnt.evaluation.bootstrap import block_seed, mean_ci
+from gnt.bootstrap import BootstrapSettings, block_seed, mean_ci
 from gnt.filenames import METRICS
 from gnt.io import read_json, write_json
 from gnt.results_schema import XCOMET_SUMMARY_FORMAT as SUMMARY_FORMAT
-from gnt.settings import BootstrapSettings
 
 
 def _mean_ci(rows: Sequence[dict], field: str, name: str, bootstrap: BootstrapSettings) -> dict:
     """Mean of ``field`` with a percentile bootstrap CI, rows resampled by (lang, id) as in the grid metrics."""
     scored = [r for r in rows if r[field] is not None]
-    return mean_ci([r[field] for r in scored], [(r["lang"], r["id"]) for r in scored], bootstrap.bootstrap_samples,
-                   block_seed(bootstrap.bootstrap_seed, name, "xcomet"), bootstrap.alpha)
+    return mean_ci([r[field] for r in scored], [(r["lang"], r["id"]) for r in scored], bootstrap,
+                   block_seed(bootstrap.bootstrap_seed, name, "xcomet"))
 
 
 def _block(rows: Sequence[dict], name: str, bootstrap: BootstrapSettings) -> dict:

@@ -28,7 +28,7 @@ from gnt.data.entry import LANGUAGES, source_key
 from gnt.data.errors import DataError
 from gnt.data.mgente import load_mgente
 from gnt.data.splits import SPLITS, Split, check_no_leak, split_entries
-from gnt.data.training_rows import DPO_KINDS, dpo_rows, sft_rows
+from gnt.data.training_rows import DPO_KINDS, TrainingPrompts, dpo_rows, sft_rows
 from gnt.filenames import MANIFEST
 from gnt.io import atomic_directory, read_json, sha256_file, write_json
 from gnt.paths import JUDGE_DIR, SAMPLE_DIR
@@ -138,24 +138,30 @@ def build_dataset(config: BuildConfig) -> dict:
 
     templated = Split()
     pairs = []
+    notes: list[str] = []
     if config.templated_pairs:
         from gnt.data.templated import generate_pairs, pairs_to_entries
 
         pairs = generate_pairs(langs, max_pairs=config.templated_pairs, seed=config.seed)
+        if len(pairs) < config.templated_pairs:
+            notes.append(f"templated_pairs={config.templated_pairs} asks for more pairs than the templates give for "
+                         f"{', '.join(langs)}: all {len(pairs)} written")
         templated = split_entries(pairs_to_entries(pairs), config.seed, config.test_fraction, config.dev_fraction)
 
-    cells = {"configs": config.train_configs, "shots": config.train_shots}
+    prompts = TrainingPrompts(grid, config.seed, config.train_configs, config.train_shots)
     rows: dict[str, dict[str, list[dict]]] = {"sft": {}, "dpo": {}}
     for side in ("train", "dev", "test"):
         side_entries = split.side(side) + templated.side(side)
         if side != "test":  # SFT rows of the test side would only be a temptation
-            rows["sft"][side] = list(sft_rows(side_entries, grid, config.seed, **cells))
+            rows["sft"][side] = list(sft_rows(side_entries, prompts))
         rows["dpo"][side] = list(
             dpo_rows(tqdm(side_entries, desc=f"rows ({side})", unit="entry", disable=not config.progress),
-                     grid, config.seed, config.dpo_kinds, **cells)
+                     prompts, config.dpo_kinds)
         )
 
     manifest = _manifest(config, split, templated, rows, started)
+    manifest["counts"]["templated_pairs"] = {"asked": config.templated_pairs, "written": len(pairs)}
+    manifest["notes"] = notes
     with atomic_directory(config.out_dir) as tmp:
         for kind in ("sft", "dpo"):
             for side, side_rows in rows[kind].items():

@@ -172,13 +172,29 @@ def read_table(path: Path, required: tuple[str, ...]) -> tuple[list[str], list[t
 
 def read_common_references(path: Path) -> dict[str, tuple[str, ...]]:
     """Read a common-set file (``ID`` + ``REF-N1..3``): the extra neutral references of each row id."""
+    return {row_id: refs for row_id, (_, refs) in _common_rows(path).items()}
+
+
+def _common_rows(path: Path) -> dict[str, tuple[int, tuple[str, ...]]]:
+    """Each row id of a common-set file with its line and its neutral references."""
     header, rows = read_table(path, ("ID",))
     ref_columns = [c for c in header if c.upper().startswith("REF-N")]
     if not ref_columns:
         raise DataError("a common-set file needs REF-N1, REF-N2, ... columns", path, 1, "REF-N1")
     return {
-        row["ID"].strip(): tuple(row[c].strip() for c in ref_columns if row[c].strip()) for _, row in rows
+        row["ID"].strip(): (line, tuple(row[c].strip() for c in ref_columns if row[c].strip())) for line, row in rows
     }
+
+
+def _check_common_ids(entries: list[Entry], common: Mapping[str, tuple[int, tuple[str, ...]]], path: Path,
+                      data_path: Path) -> None:
+    """A common-set row whose ID is no entry of its language file would be dropped unseen: each is an error."""
+    ids = {entry.id for entry in entries}
+    errors = [DataError(f"ID {row_id!r} is no row of {data_path.name} (a common-set row must name an entry of its "
+                        "language file)", path, line, "ID")
+              for row_id, (line, _) in common.items() if row_id not in ids]
+    if errors:
+        raise DataErrors(errors)
 
 
 def _with_common(entries: list[Entry], common: Mapping[str, tuple[str, ...]]) -> list[Entry]:
@@ -203,7 +219,9 @@ def read_tsv(path: str | Path, lang: Language | None = None, common_path: str | 
     entries = rows_to_entries(rows, lang, str(path))
     common_file = Path(common_path) if common_path else path.parent / "common" / path.name
     if common_file.is_file():
-        entries = _with_common(entries, read_common_references(common_file))
+        common = _common_rows(common_file)
+        _check_common_ids(entries, common, common_file, path)
+        entries = _with_common(entries, {row_id: refs for row_id, (_, refs) in common.items()})
     return entries
 
 
@@ -266,6 +284,10 @@ def load_mgente(source: str | Path, langs: Iterable[Language] = LANGUAGES) -> li
         if not kept:
             raise DataError(f"holds en-{entries[0].lang} rows only, and the languages asked for are "
                             f"{', '.join(langs) or 'none'}", path)
+        missing = [lang for lang in langs if lang != entries[0].lang]
+        if missing and set(langs) != set(LANGUAGES):  # every language (the default) means: the file's own
+            raise DataError(f"holds en-{entries[0].lang} rows only, and langs also asks for {', '.join(missing)}: "
+                            f"give a folder of en-xx.tsv files, or langs={entries[0].lang}", path)
         return kept
     if re.fullmatch(r"[\w.-]+/[\w.-]+", str(source)) and not str(source).endswith(".tsv"):
         return load_hub(str(source), langs)

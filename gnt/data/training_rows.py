@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from gnt.data.entry import Entry
 from gnt.output_format import format_output
@@ -36,14 +37,22 @@ def _assistant(lang: str, label: str, text: str) -> list[dict[str, str]]:
     return [{"role": "assistant", "content": format_output(lang, label, text)}]
 
 
-def _prompted(
-    entries: Iterable[Entry], grid: PromptGrid, seed: int, configs: Sequence[str], shots: Sequence[int]
-) -> Iterator[tuple[Entry, Cell, list[dict[str, str]]]]:
-    """Each entry with its cell and the prompt rendered there: SFT and DPO rows of an entry share one prompt, so a
-    model is taught the target and the preference under the very same turns."""
-    for entry in entries:
-        cell = cell_for(entry, seed, configs, shots)
-        yield entry, cell, grid.render(entry.source, cell).as_messages()
+@dataclass(frozen=True)
+class TrainingPrompts:
+    """How training prompts are rendered: the grid, the seed that draws each entry's cell, and the cells drawn from
+    (``configs`` × ``shots``; default the whole grid)."""
+
+    grid: PromptGrid
+    seed: int = 0
+    configs: Sequence[str] = CONFIGS
+    shots: Sequence[int] = SHOT_COUNTS
+
+    def rendered(self, entries: Iterable[Entry]) -> Iterator[tuple[Entry, Cell, list[dict[str, str]]]]:
+        """Each entry with its cell and the prompt rendered there: SFT and DPO rows of an entry share one prompt, so
+        a model is taught the target and the preference under the very same turns."""
+        for entry in entries:
+            cell = cell_for(entry, self.seed, self.configs, self.shots)
+            yield entry, cell, self.grid.render(entry.source, cell).as_messages()
 
 
 def _meta(entry: Entry, cell: Cell) -> dict:
@@ -57,15 +66,9 @@ def _meta(entry: Entry, cell: Cell) -> dict:
     }
 
 
-def sft_rows(
-    entries: Iterable[Entry],
-    grid: PromptGrid,
-    seed: int = 0,
-    configs: Sequence[str] = CONFIGS,
-    shots: Sequence[int] = SHOT_COUNTS,
-) -> Iterator[dict]:
+def sft_rows(entries: Iterable[Entry], prompts: TrainingPrompts) -> Iterator[dict]:
     """One row per (entry, valid target): Set-G → GENDERED + Ref-G; Set-N → NEUTRAL + each Ref-N alternative."""
-    for entry, cell, prompt in _prompted(entries, grid, seed, configs, shots):
+    for entry, cell, prompt in prompts.rendered(entries):
         targets = [("GENDERED", entry.ref_g)] if entry.set == "Set-G" else [("NEUTRAL", ref) for ref in entry.ref_n]
         for number, (label, reference) in enumerate(targets):
             yield {
@@ -76,14 +79,7 @@ def sft_rows(
             }
 
 
-def dpo_rows(
-    entries: Iterable[Entry],
-    grid: PromptGrid,
-    seed: int = 0,
-    kinds: Iterable[str] = DPO_KINDS,
-    configs: Sequence[str] = CONFIGS,
-    shots: Sequence[int] = SHOT_COUNTS,
-) -> Iterator[dict]:
+def dpo_rows(entries: Iterable[Entry], prompts: TrainingPrompts, kinds: Iterable[str] = DPO_KINDS) -> Iterator[dict]:
     """Preference pairs of the requested kinds (see :data:`DPO_KINDS`), all sharing the entry's training prompt.
 
     - ``setn_neutral_vs_gendered``: Set-N, NEUTRAL + Ref-N over GENDERED + Ref-G;
@@ -98,7 +94,7 @@ def dpo_rows(
     unknown = kinds - set(DPO_KINDS)
     if unknown:
         raise ValueError(f"unknown DPO kind(s) {sorted(unknown)}; valid: {', '.join(DPO_KINDS)}")
-    for entry, cell, prompt in _prompted(entries, grid, seed, configs, shots):
+    for entry, cell, prompt in prompts.rendered(entries):
         lang, neutral, gendered = entry.lang, entry.ref_n[0], entry.ref_g
         pairs: list[tuple[str, tuple[str, str], tuple[str, str]]] = []
         if entry.origin == "templated":

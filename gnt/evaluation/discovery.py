@@ -51,6 +51,14 @@ class ModelUnderTest:
     def data_dir(self) -> str | None:
         return self.run_record.get("data_dir")
 
+    @property
+    def stage(self) -> str:
+        """``base``, or the training stage of the adapter's run (``sft``/``dpo``, from its run record), else its
+        run folder's name, else ``adapter``: decided here, where the run is known, and written into the record."""
+        if self.kind == "base":
+            return "base"
+        return str(self.run_record.get("stage") or (Path(self.run_dir).name if self.run_dir else "adapter"))
+
     def describe(self) -> dict:
         return {
             "name": self.name,
@@ -61,6 +69,7 @@ class ModelUnderTest:
             },
             "run_dir": self.run_dir,
             "global_step": self.global_step,
+            "stage": self.stage,
         }
 
 

@@ -11,7 +11,7 @@ Per block (a cell, a language, everything):
 
 An output with an extraction error counts as a failure everywhere (a wrong label, a non-neutral and incoherent
 translation), even when a label could be read from it: errors are never silently dropped. Every value carries a
-95% bootstrap CI resampled by row (:mod:`gnt.evaluation.bootstrap`).
+95% bootstrap CI resampled by row (:mod:`gnt.bootstrap`).
 
 Judgments map a record's ``key`` to ``{"neutral": bool, "label": ...}`` (the judge's binary neutrality). GNT
 accuracy: Set-N is correct iff the translation is judged neutral, Set-G iff judged gendered. Coherence, per
@@ -26,22 +26,19 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD, record_chrf
-from gnt.evaluation.bootstrap import (
-    DEFAULT_ALPHA,
-    DEFAULT_PAIRED_SAMPLES,
-    DEFAULT_SAMPLES,
-    DEFAULT_SEED,
-    block_seed,
+from gnt.bootstrap import (
+    DEFAULT,
+    PAIRED,
+    BootstrapSettings,
     cluster_sums,
     estimate,
     macro_f1,
     mean_of_ratios,
     paired_bootstrap,
     ratio,
-    resampling_weights,
     rounded,
 )
+from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD, record_chrf
 from gnt.results_schema import METRICS_FORMAT, Metrics, MetricsBlock
 
 
@@ -61,11 +58,11 @@ def _judged_neutral(record: Mapping, judgments: Mapping[str, Mapping] | None) ->
 class _Block:
     """Metrics of one group of records, sharing one resampling matrix."""
 
-    def __init__(self, records: Sequence[Mapping], name: str, n_boot: int, seed: int, alpha: float) -> None:
+    def __init__(self, records: Sequence[Mapping], name: str, bootstrap: BootstrapSettings) -> None:
         self.records = records
-        self.alpha = alpha
+        self.alpha = bootstrap.alpha
         self.clusters = [(r["lang"], r["id"]) for r in records]
-        self.weights = resampling_weights(len(set(self.clusters)), n_boot, block_seed(seed, name))
+        self.weights = bootstrap.weights(len(set(self.clusters)), name)
 
     def estimate(self, columns: Sequence[np.ndarray], statistic, included: np.ndarray | None = None) -> dict:
         per_record = np.stack(columns, axis=1).astype(float) if len(self.records) else np.zeros((0, len(columns)))
@@ -79,8 +76,8 @@ class _Block:
         return self.estimate([hits & included, included], ratio, included)
 
 
-def _block_metrics(records: Sequence[Mapping], judgments, name: str, n_boot: int, seed: int, alpha: float) -> MetricsBlock:
-    block = _Block(records, name, n_boot, seed, alpha)
+def _block_metrics(records: Sequence[Mapping], judgments, name: str, bootstrap: BootstrapSettings) -> MetricsBlock:
+    block = _Block(records, name, bootstrap)
     n = len(records)
     is_g = _column(records, "set") == "Set-G"
     is_n = ~is_g
@@ -200,9 +197,7 @@ def compute_metrics(
     records: Iterable[Mapping],
     judgments: Mapping[str, Mapping] | None = None,
     *,
-    n_boot: int = DEFAULT_SAMPLES,
-    seed: int = DEFAULT_SEED,
-    alpha: float = DEFAULT_ALPHA,
+    bootstrap: BootstrapSettings = DEFAULT,
 ) -> Metrics:
     """Metrics per cell, per language and overall from generation records (+ optional judgments by record key)."""
     records = list(records)
@@ -212,14 +207,14 @@ def compute_metrics(
         by_cell[record["cell"]].append(record)
         by_lang[record["lang"]].append(record)
     def block(rs: list, name: str) -> MetricsBlock:
-        return _block_metrics(rs, judgments, name, n_boot, seed, alpha)
+        return _block_metrics(rs, judgments, name, bootstrap)
 
     return {
         "format": METRICS_FORMAT,
         "cells": {cell: block(rs, f"cell:{cell}") for cell, rs in by_cell.items()},
         "languages": {lang: block(rs, f"lang:{lang}") for lang, rs in by_lang.items()},
         "overall": block(records, "overall"),
-        "bootstrap": {"samples": n_boot, "seed": seed, "alpha": alpha, "method": "percentile, rows resampled"},
+        "bootstrap": bootstrap.record("percentile, rows resampled"),
         "judged": judgments is not None,
     }
 
@@ -234,9 +229,7 @@ def paired_comparison(
     *,
     metric: str = "label",
     judgments: Mapping[str, Mapping] | None = None,
-    n_boot: int = DEFAULT_PAIRED_SAMPLES,
-    seed: int = DEFAULT_SEED,
-    alpha: float = DEFAULT_ALPHA,
+    bootstrap: BootstrapSettings = PAIRED,
 ) -> dict:
     """Paired bootstrap of model A − model B on the (row, cell) pairs both evaluated.
 
@@ -268,6 +261,6 @@ def paired_comparison(
         a_scores.append(sa)
         b_scores.append(sb)
         clusters.append((record["lang"], record["id"]))
-    result = paired_bootstrap(a_scores, b_scores, clusters=clusters, n_boot=n_boot, seed=seed, alpha=alpha)
+    result = paired_bootstrap(a_scores, b_scores, clusters=clusters, bootstrap=bootstrap)
     result["metric"] = metric
     return result

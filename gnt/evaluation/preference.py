@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from gnt.evaluation.bootstrap import mean_ci
+from gnt.bootstrap import BootstrapSettings, mean_ci
 from gnt.filenames import PREFERENCE as PREFERENCE  # re-exported: sweep.py and the report import it from here
 from gnt.filenames import PREFERENCE_CACHE
 from gnt.generation.base import Adapter, GenerationBackend
@@ -143,12 +143,12 @@ def preference_records(
     return records, counts
 
 
-def preference_metrics(records: Sequence[dict], *, n_boot: int, seed: int, alpha: float) -> dict:
+def preference_metrics(records: Sequence[dict], bootstrap: BootstrapSettings) -> dict:
     """Preference accuracy overall, per kind and per language, with bootstrap CIs over rows (errors count as lost)."""
 
     def block(subset: Sequence[dict], name: str) -> dict:
-        return mean_ci([float(bool(r["won"])) for r in subset], [(r["lang"], r["id"]) for r in subset], n_boot,
-                       int(hash_json([seed, name])[:8], 16), alpha)
+        return mean_ci([float(bool(r["won"])) for r in subset], [(r["lang"], r["id"]) for r in subset], bootstrap,
+                       int(hash_json([bootstrap.bootstrap_seed, name])[:8], 16))
 
     by_kind: dict[str, list[dict]] = defaultdict(list)
     by_lang: dict[str, list[dict]] = defaultdict(list)

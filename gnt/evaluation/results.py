@@ -19,7 +19,7 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
+from gnt.bootstrap import BootstrapSettings
 from gnt.filenames import GENERATION_CACHE as CACHE
 from gnt.filenames import GENERATIONS, METRICS, RECORD, SUMMARY
 from gnt.io import file_lock, read_json, read_jsonl, write_json
@@ -105,10 +105,7 @@ def recompute_metrics(
     folder = Path(folder)
     record: EvalRecord = read_json(folder / RECORD)
     recipe = record.get("eval_recipe", {})
-    metrics = compute_metrics(
-        load_generations(folder), judgments, n_boot=recipe.get("bootstrap_samples", DEFAULT_SAMPLES),
-        seed=recipe.get("bootstrap_seed", DEFAULT_SEED), alpha=recipe.get("alpha", DEFAULT_ALPHA),
-    )
+    metrics = compute_metrics(load_generations(folder), judgments, bootstrap=BootstrapSettings.of(recipe))
     old = read_json(folder / METRICS) if (folder / METRICS).is_file() else {}
     for group in METRIC_SECTIONS:
         for name, block in metrics[group].items():

@@ -29,6 +29,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TypeVar
 
+from gnt.bootstrap import BootstrapSettings
 from gnt.data.entry import Entry
 from gnt.evaluation.cache import CachedBackend, GenerationCache
 from gnt.evaluation.config import MERGE, EvalConfig, Shard, parse_shard
@@ -75,6 +76,7 @@ from gnt.io import hash_json, read_json, write_json, write_jsonl
 from gnt.output_format import output_regex
 from gnt.prompts.grid import Cell, GridPrompt, PromptGrid
 from gnt.records import environment_record
+from gnt.results_schema import EVAL_RECORD_FORMAT
 
 log = logging.getLogger("gnt.evaluation")
 
@@ -359,9 +361,7 @@ def _preference(config: EvalConfig, model: ModelUnderTest, backend: CachedBacken
     log.info("%s: preference pairs %d (%d sides scored, %d from cache, %d errors)", model.name,
              counts["pairs"], counts["scored"], counts["from_cache"], counts["errors"])
     write_jsonl(folder / PREFERENCE, records)
-    block = preference_metrics(
-        records, n_boot=config.bootstrap_samples, seed=config.bootstrap_seed, alpha=config.alpha
-    )
+    block = preference_metrics(records, BootstrapSettings.of(config))
     block["split"] = config.split
     return block
 
@@ -379,8 +379,7 @@ def _kept_metrics(folder: Path, records: list[dict], config: EvalConfig, leakage
     except (OSError, ValueError, KeyError, TypeError):
         return None
     fresh = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    settings = ("bootstrap_samples", "bootstrap_seed", "alpha")
-    if stored != fresh or any(recipe.get(k) != getattr(config, k) for k in settings):
+    if stored != fresh or BootstrapSettings.of(recipe) != BootstrapSettings.of(config):
         return None
     if metrics.get("leakage") != json.loads(json.dumps(leakage.to_json())):
         return None
@@ -408,9 +407,7 @@ def _write_model(
     if not outcome.failed:
         metrics = _kept_metrics(folder, records, config, leakage)
         if metrics is None:
-            metrics = compute_metrics(
-                records, n_boot=config.bootstrap_samples, seed=config.bootstrap_seed, alpha=config.alpha
-            )
+            metrics = compute_metrics(records, bootstrap=BootstrapSettings.of(config))
             metrics.update(model=model.name, global_step=model.global_step, leakage=leakage.to_json())
             files[GENERATIONS] = lambda path: write_jsonl(path, records)
             files[METRICS] = lambda path: write_json(path, metrics)
@@ -423,8 +420,11 @@ def _write_model(
                 files[METRICS] = lambda path: write_json(path, metrics)
     status = {"status": "failed", "error": outcome.error} if outcome.failed else {"status": "ok"}
     record = {
-        "format": "gnt-align/eval-record/1",
+        "format": EVAL_RECORD_FORMAT,
         **status,
+        "step": "grid",
+        "kind": model.kind,
+        "stage": model.stage,
         "generation_format": RECORD_FORMAT,
         "model": model.describe(),
         "model_id": backend.model_id,

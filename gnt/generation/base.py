@@ -15,11 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from gnt.io import hash_json
-
-DEFAULT_PREFIX_CACHING = True
-"""Whether backends reuse the key/value cache of a shared prompt prefix (vLLM's prefix caching, the transformers
-backend's prefix reuse) unless a recipe's ``enable_prefix_caching`` says otherwise. Outputs are the same either way
-(greedy, token for token); turning it off only costs time."""
+from gnt.settings import DEFAULT_MAX_NEW_TOKENS, DEFAULT_PREFIX_CACHING  # noqa: F401 - the backends' default
 
 
 @dataclass(frozen=True)
@@ -37,7 +33,7 @@ class Constraint:
 class DecodingParams:
     """Decoding settings; greedy (temperature 0) by default as the grid prescribes (docs/prompt-grid.md)."""
 
-    max_new_tokens: int = 256
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int = 0

@@ -14,6 +14,7 @@ the environment variable the recipe names and is never logged or recorded.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import random
@@ -24,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gnt.generation.base import Generation, GenerationBackend, GenerationRequest
+from gnt.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,7 @@ class HTTPBackend(GenerationBackend):
         self.extra_body = dict(extra_body or {})
         self.model_id = model_id or f"{model}|http"
         headers = {"Content-Type": "application/json"}
+        self._secrets: tuple[str, ...] = ()
         if api_key_env:
             key = os.environ.get(api_key_env)
             if not key:
@@ -88,6 +91,7 @@ class HTTPBackend(GenerationBackend):
 
                 raise RecipeError(f"environment variable {api_key_env} (the API key named in the recipe) is not set")
             headers["Authorization"] = f"Bearer {key}"
+            self._secrets = (key,)
         limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
         self._client = httpx.Client(headers=headers, timeout=httpx.Timeout(timeout_s), limits=limits)
         self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="gnt-http")
@@ -167,6 +171,12 @@ class HTTPBackend(GenerationBackend):
         with self._stats_lock:
             self.stats["requests"] += 1
             self.stats["errors"] += generation.error is not None
+        return self._redacted(generation)
+
+    def _redacted(self, generation: Generation) -> Generation:
+        """The generation with the API key and any credential out of its error text (it is cached and stored)."""
+        if generation.error:
+            return dataclasses.replace(generation, error=redact(generation.error, self._secrets))
         return generation
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[Generation]:
@@ -176,7 +186,7 @@ class HTTPBackend(GenerationBackend):
             try:
                 results.append(future.result())
             except Exception as exc:  # noqa: BLE001 - a bug in one request must not lose the others
-                results.append(Generation("", error=f"{type(exc).__name__}: {exc}"))
+                results.append(self._redacted(Generation("", error=f"{type(exc).__name__}: {exc}")))
         return results
 
     @property

@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gnt.bootstrap import recorded_bootstrap
 from gnt.data.entry import Entry
 from gnt.data.errors import DataError
 from gnt.evaluation.adequacy import references_of
-from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.evaluation.driver import run_folders
 from gnt.filenames import GENERATIONS, JUDGE_CACHE, JUDGMENTS, LEXICAL_JUDGMENTS, METRICS, RECORD
 from gnt.filenames import JUDGE_SUMMARY as SUMMARY
@@ -187,14 +187,7 @@ def refilled_metrics(
 
     path = model_dir / METRICS
     old = read_json(path) if path.is_file() else {}
-    boot = old.get("bootstrap") or {}
-    metrics = compute_metrics(
-        records,
-        judgments,
-        n_boot=int(boot.get("samples", DEFAULT_SAMPLES)),
-        seed=int(boot.get("seed", DEFAULT_SEED)),
-        alpha=float(boot.get("alpha", DEFAULT_ALPHA)),
-    )
+    metrics = compute_metrics(records, judgments, bootstrap=recorded_bootstrap(old))
     metrics = _merge_metrics(metrics, old)
     metrics["judge"] = judge_block
     return metrics

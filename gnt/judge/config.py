@@ -17,56 +17,28 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gnt.data.entry import LANGUAGES
-from gnt.judge.llm_judge import JudgeConfig
-from gnt.judge.schema import DEFAULT_FORMAT, FORMAT_NAMES, judge_format
+from gnt.judge.llm_judge import JudgeSettings
+from gnt.judge.schema import judge_format
 from gnt.models.aliases import check_model_key
 from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
-from gnt.settings import BackendSettings, DecodingSettings
+from gnt.settings import BackendSettings
 
 
 @dataclass
-class JudgeRecipe(BackendSettings, DecodingSettings):
+class JudgeRecipe(BackendSettings, JudgeSettings):
     """Everything a judge run depends on; saved resolved beside its outputs.
 
-    The backend keys are the evaluation recipe's (:class:`gnt.settings.BackendSettings`), with the same names,
-    defaults and meanings; ``max_new_tokens`` and ``chunk_size`` have the judge's defaults (its replies are JSON
-    objects, longer than a translation).
+    Made of groups, each key written once: the backend keys are the evaluation recipe's
+    (:class:`gnt.settings.BackendSettings`), the judge's own are :class:`gnt.judge.llm_judge.JudgeSettings` (the
+    recipe *is* the LLM judge's config); the fields below say what to judge and where.
     """
 
-    max_new_tokens: int = field(default=JudgeConfig.max_new_tokens, metadata={"help": "token cap per judge reply"})
-    chunk_size: int = field(
-        default=JudgeConfig.chunk_size, metadata={"help": "judge requests per backend call and per cache write"}
-    )
     judge: Literal["llm", "lexical", "recorded"] = field(
         default="llm",
         metadata={"help": "llm (default), lexical (offline), or recorded (validate: judge labels stored in the gold file)"},
     )
-    format: str = field(default=DEFAULT_FORMAT, metadata={"help": f"one of {', '.join(FORMAT_NAMES)}"})
     formats: list[str] = field(default_factory=list, metadata={"help": "validate: formats to compare (or 'all')"})
     judge_model: str | None = field(default=None, metadata={"help": "hub id, folder, gnt:tiny or gnt:smollm"})
-    # judging
-    judge_retries: int = field(
-        default=JudgeConfig.max_retries, metadata={"help": "asks again after a reply that does not parse (or a backend failure), each warmer"}
-    )
-    temperature: float = field(default=JudgeConfig.temperature, metadata={"help": "sampling temperature of the first ask"})
-    temperature_step: float = field(default=JudgeConfig.temperature_step, metadata={
-        "help": "added to the temperature at each re-ask, so a re-ask is a new request (and cache key)"})
-    seed: int = field(default=JudgeConfig.seed, metadata={"help": "sampling seed of the judge"})
-    schema_variant: Literal["auto", "full", "strict"] = field(default=JudgeConfig.schema_variant, metadata={
-        "help": "JSON schema of the reply: full (with bounds), strict (no array/string bounds, for OpenAI-style "
-                "servers), auto: strict on http, else full"})
-    retry_errors: bool = field(default=JudgeConfig.retry_errors, metadata={
-        "help": "judge anew the items whose cached judgment is a judge error (false: keep them as errors)"})
-    n_exemplars: int | None = field(default=JudgeConfig.n_exemplars, metadata={
-        "help": "exemplars (shots) in the judge prompt (null: every exemplar of the format)"})
-    prompts_dir: str | None = field(default=None, metadata={"help": "folder of judge prompt files (null: the bundled ones)"})
-    exemplars_dir: str | None = field(default=None, metadata={"help": "folder of judge exemplars (null: the bundled ones)"})
-    judge_resources: str | None = field(
-        default=None, metadata={"help": "a folder in the fbk-NEUTR-evAL layout (prompts/, shots/): replaces prompts_dir/exemplars_dir"}
-    )
-    skip_bad_shots: bool = field(
-        default=False, metadata={"help": "judge_resources: leave out shots with errors (listed as warnings) instead of stopping"}
-    )
     cache: str | None = field(default=None, metadata={"help": "judge cache file (default <results>/cache/judgments.jsonl)"})
     # what to judge
     models: list[str] = field(default_factory=list, metadata={"help": "judge only these model folders"})
@@ -82,24 +54,6 @@ class JudgeRecipe(BackendSettings, DecodingSettings):
     lang: str | None = field(default=None, metadata={"help": "language of a gold TSV without a lang column"})
     recipe: str | None = field(default=None, metadata={"help": "the recipe file these keys came from (set by the command)"})
 
-    def judge_config(self, fmt: str | None = None) -> JudgeConfig:
-        return JudgeConfig(
-            format=judge_format(fmt or self.format).name,
-            max_retries=self.judge_retries,
-            temperature=self.temperature,
-            temperature_step=self.temperature_step,
-            max_new_tokens=self.max_new_tokens,
-            seed=self.seed,
-            chunk_size=self.chunk_size,
-            schema_variant=self.schema_variant,
-            retry_errors=self.retry_errors,
-            n_exemplars=self.n_exemplars,
-            prompts_dir=self.prompts_dir,
-            exemplars_dir=self.exemplars_dir,
-            judge_resources=self.judge_resources,
-            skip_bad_shots=self.skip_bad_shots,
-        )
-
     def validate(self) -> JudgeRecipe:
         try:
             self.format = judge_format(self.format).name
@@ -111,6 +65,8 @@ class JudgeRecipe(BackendSettings, DecodingSettings):
         self.validate_decoding()
         if self.judge_retries < 0:
             raise RecipeError(f"judge_retries must be >= 0 (got {self.judge_retries})")
+        if self.n_exemplars is not None and self.n_exemplars < 0:
+            raise RecipeError(f"n_exemplars must be >= 0 or null for every exemplar (got {self.n_exemplars})")
         for name in self.formats:
             if name.lower() != "all":
                 try:

@@ -24,7 +24,7 @@ It is a proxy with known blind spots, which is why the evaluator reports its agr
   number of such rows is reported so a user can see how much of a score rests on them.
 
 A translation that comes with no row at all (a gold set of the field) is judged by :meth:`LexicalJudge.judge_text`
-against the gendered words *learned* for its language (:mod:`gnt.judge.lexicon`: the adjective lexicons, the
+against the gendered words *learned* for its language (:mod:`gnt.data.lexicon`: the adjective lexicons, the
 mGeNTE annotations of the training rows and the other-gender forms derived from them): GENDERED when one occurs,
 NEUTRAL when none does but a known neutral rewrite does, and otherwise it *abstains* (``label`` ``ABSTAIN``):
 not finding a word it knows is no evidence of neutrality. A model's translation that does not translate its source
@@ -35,39 +35,16 @@ and reported, never hidden.
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
+from gnt.data.lexicon import find_gendered_words, fold, word_pattern
 from gnt.judge.schema import GENDERED, NEUTRAL
 
 ABSTAIN = "ABSTAIN"
 NO_KNOWN_WORD = "no known gendered or neutral word"
 INADEQUATE = "inadequate translation"
-
-
-def _fold(text: str) -> str:
-    return unicodedata.normalize("NFC", text).casefold()
-
-
-@lru_cache(maxsize=65536)
-def _pattern(word: str) -> re.Pattern[str]:
-    """Word-boundary pattern of one (possibly multi-word) gendered term: internal whitespace matches any run."""
-    parts = [re.escape(p) for p in _fold(word).split()]
-    return re.compile(r"(?<![\w])" + r"\s+".join(parts) + r"(?![\w])")
-
-
-def find_gendered_words(translation: str, words: Iterable[str]) -> list[str]:
-    """The known gendered words that occur in ``translation`` (each once, in the order given)."""
-    text = _fold(translation)
-    found: list[str] = []
-    for word in dict.fromkeys(w.strip() for w in words if w and w.strip()):
-        if _pattern(word).search(text):
-            found.append(word)
-    return found
 
 
 @dataclass(frozen=True)
@@ -112,12 +89,12 @@ class LexicalJudge:
 
     def learned(self, lang: str) -> Any:
         """The lexicon :meth:`judge_text` uses for ``lang``: one given to :meth:`learn`, else the default one."""
-        from gnt.judge.lexicon import default_lexicon
+        from gnt.data.lexicon import default_lexicon
 
         return self._learned.get(lang) or default_lexicon(lang)
 
     def learn(self, lexicon: Any) -> None:
-        """Use ``lexicon`` (a :class:`~gnt.judge.lexicon.GenderLexicon`) for :meth:`judge_text` in its language."""
+        """Use ``lexicon`` (a :class:`~gnt.data.lexicon.GenderLexicon`) for :meth:`judge_text` in its language."""
         self._learned[lexicon.lang] = lexicon
 
     def lexicon(self, lang: str) -> Mapping[str, tuple[str, str]]:
@@ -151,9 +128,9 @@ class LexicalJudge:
         but a known neutral rewrite does; otherwise ABSTAIN.
         """
         lexicon = self.learned(lang)
-        text, neutral_found = _fold(translation), False
+        text, neutral_found = fold(translation), False
         for phrase in lexicon.neutral:  # "una persona ambiziosa" holds the F form "ambiziosa": mask it first
-            text, hits = _pattern(phrase).subn(" ", text)
+            text, hits = word_pattern(phrase).subn(" ", text)
             neutral_found = neutral_found or hits > 0
         matched = find_gendered_words(text, lexicon.forms)
         if matched:

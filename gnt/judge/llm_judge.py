@@ -21,7 +21,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationBackend, GenerationRequest
@@ -30,6 +30,7 @@ from gnt.jsonl_cache import JsonlCache
 from gnt.judge.prompts import JudgePrompt, load_prompt
 from gnt.judge.schema import (
     DEFAULT_FORMAT,
+    FORMAT_NAMES,
     JudgeFormat,
     SchemaVariant,
     is_neutral,
@@ -38,6 +39,8 @@ from gnt.judge.schema import (
     normalise_label,
     schema_errors,
 )
+from gnt.redact import redact
+from gnt.settings import DecodingSettings
 
 log = logging.getLogger(__name__)
 
@@ -55,33 +58,49 @@ class JudgeItem:
     translation: str
 
 
-@dataclass(frozen=True)
-class JudgeConfig:
-    """Settings of an LLM judge run.
+@dataclass
+class JudgeSettings(DecodingSettings):
+    """How an LLM judge asks and re-asks: the judge's own keys of ``eval/judge.py`` (:class:`gnt.judge.config.
+    JudgeRecipe` is made of this group and the backend's), each default and meaning written once, here.
 
-    ``schema_variant`` ``auto`` picks ``strict`` (no array/string bounds) for the OpenAI-compatible HTTP backend
-    (or any backend declaring ``json_schema_strict = True``) and ``full`` otherwise.
+    ``max_new_tokens`` and ``chunk_size`` have the judge's defaults (its replies are JSON objects, longer than a
+    translation); the backend batches within a call by its own ``batch_size``.
     """
 
-    format: str = DEFAULT_FORMAT
-    max_retries: int = 3
-    temperature: float = 0.0
-    temperature_step: float = 0.2
-    max_temperature: float = 1.5
-    max_new_tokens: int = 512
-    seed: int = DecodingParams.seed
-    chunk_size: int = 64
-    """Requests per backend call and per cache write (the backend batches within a call by its own batch_size)."""
-    schema_variant: Literal["auto", "full", "strict"] = "auto"
-    retry_errors: bool = False
-    n_exemplars: int | None = None
-    prompts_dir: str | None = None
-    exemplars_dir: str | None = None
-    judge_resources: str | None = None
-    skip_bad_shots: bool = False
+    max_new_tokens: int = field(default=512, metadata={"help": "token cap per judge reply"})
+    chunk_size: int = field(default=64, metadata={"help": "judge requests per backend call and per cache write"})
+    format: str = field(default=DEFAULT_FORMAT, metadata={"help": f"one of {', '.join(FORMAT_NAMES)}"})
+    judge_retries: int = field(default=3, metadata={
+        "help": "asks again after a reply that does not parse (or a backend failure), each warmer"})
+    temperature: float = field(default=0.0, metadata={"help": "sampling temperature of the first ask"})
+    temperature_step: float = field(default=0.2, metadata={
+        "help": "added to the temperature at each re-ask, so a re-ask is a new request (and cache key)"})
+    seed: int = field(default=DecodingParams.seed, metadata={"help": "sampling seed of the judge"})
+    schema_variant: Literal["auto", "full", "strict"] = field(default="auto", metadata={
+        "help": "JSON schema of the reply: full (with bounds), strict (no array/string bounds, for OpenAI-style "
+                "servers), auto: strict on http, else full"})
+    retry_errors: bool = field(default=False, metadata={
+        "help": "judge anew the items whose cached judgment is a judge error (false: keep them as errors)"})
+    n_exemplars: int | None = field(default=None, metadata={
+        "help": "exemplars (shots) in the judge prompt (null: every exemplar of the format)"})
+    prompts_dir: str | None = field(default=None, metadata={"help": "folder of judge prompt files (null: the bundled ones)"})
+    exemplars_dir: str | None = field(default=None, metadata={"help": "folder of judge exemplars (null: the bundled ones)"})
+    judge_resources: str | None = field(default=None, metadata={
+        "help": "a folder in the fbk-NEUTR-evAL layout (prompts/, shots/): replaces prompts_dir/exemplars_dir"})
+    skip_bad_shots: bool = field(default=False, metadata={
+        "help": "judge_resources: leave out shots with errors (listed as warnings) instead of stopping"})
 
     def temperature_at(self, attempt: int) -> float:
-        return round(min(self.temperature + self.temperature_step * attempt, self.max_temperature), 4)
+        return round(min(self.temperature + self.temperature_step * attempt, MAX_TEMPERATURE), 4)
+
+    def judge_settings(self, fmt: str | None = None) -> JudgeSettings:
+        """This group alone (of a recipe made of several), for format ``fmt`` (default: its own)."""
+        values = {f.name: getattr(self, f.name) for f in fields(JudgeSettings)}
+        return JudgeSettings(**{**values, "format": judge_format(fmt or self.format).name})
+
+
+MAX_TEMPERATURE = 1.5
+"""The warmest re-ask: ``temperature + temperature_step * attempt`` stops rising here."""
 
 
 @dataclass(frozen=True)
@@ -245,12 +264,12 @@ class LLMJudge:
     def __init__(
         self,
         backend: GenerationBackend,
-        config: JudgeConfig | None = None,
+        config: JudgeSettings | None = None,
         cache: JudgeCache | None = None,
         prompts: dict[str, JudgePrompt] | None = None,
     ) -> None:
         self.backend = backend
-        self.config = config or JudgeConfig()
+        self.config = (config or JudgeSettings()).judge_settings()
         self.fmt = judge_format(self.config.format)
         self.cache = cache if cache is not None else JudgeCache()
         self._prompts: dict[str, JudgePrompt] = dict(prompts or {})
@@ -286,7 +305,7 @@ class LLMJudge:
             "judge_model": self.model_id,
             "backend": self.backend.describe(),
             "schema_variant": self.schema_variant,
-            "config": dict(self.config.__dict__),
+            "config": asdict(self.config),
             "prompts": {
                 lang: {
                     "system": p.system_path,
@@ -335,7 +354,7 @@ class LLMJudge:
                     prompt_fingerprint=prompt.fingerprint,
                 )
         stats.judged = len(pending)
-        for attempt in range(self.config.max_retries + 1):
+        for attempt in range(self.config.judge_retries + 1):
             if not pending:
                 break
             if attempt > 0:
@@ -386,7 +405,7 @@ class LLMJudge:
     def _record_attempt(self, judgment: Judgment, request: GenerationRequest, generation: Generation) -> None:
         judgment.attempts += 1
         judgment.request_keys.append(request.key(self.model_id))
-        judgment.raw = generation.text or ""
+        judgment.raw = redact(generation.text or "") or ""
         if generation.error:
             kind, detail = "backend_error", generation.error
         else:
@@ -400,5 +419,5 @@ class LLMJudge:
                 return
             kind, detail = parsed.error_kind or "invalid_json", parsed.detail
         judgment.error_kind = kind
-        judgment.error_detail = detail
+        judgment.error_detail = redact(detail) or ""
         judgment.attempt_errors.append(kind)

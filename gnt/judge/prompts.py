@@ -17,11 +17,11 @@ follow from the phrases) are warnings, kept on the loaded set so a run record ca
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gnt.data.entry import LANGUAGE_NAMES, LANGUAGES, SourceKeyed, normalise_source
 from gnt.data.errors import DataError, DataErrors, json_object_lines
@@ -36,6 +36,8 @@ from gnt.judge.schema import (
     schema_errors,
 )
 from gnt.paths import JUDGE_DIR
+
+T = TypeVar("T")
 
 DEFAULT_PROMPTS_DIR = JUDGE_DIR / "prompts"
 DEFAULT_EXEMPLARS_DIR = JUDGE_DIR / "exemplars"
@@ -253,6 +255,15 @@ def load_exemplars(lang: str, exemplars_dir: str | Path | None = None, path: str
     return ExemplarSet(lang, str(path), tuple(exemplars), tuple(warnings))
 
 
+def first_exemplars(exemplars: Sequence[T], n_exemplars: int | None) -> Sequence[T]:
+    """The first ``n_exemplars`` of a judge prompt's exemplars (None: all of them, 0: zero-shot)."""
+    if n_exemplars is None:
+        return exemplars
+    if n_exemplars < 0:
+        raise ValueError(f"n_exemplars must be >= 0 or None (got {n_exemplars})")
+    return exemplars[:n_exemplars]
+
+
 def load_prompt(
     lang: str,
     fmt: str | JudgeFormat,
@@ -266,9 +277,7 @@ def load_prompt(
     fmt = judge_format(fmt)
     system = load_system_prompt(lang, fmt, prompts_dir)
     exemplar_set = load_exemplars(lang, exemplars_dir) if n_exemplars != 0 else None
-    exemplars = exemplar_set.exemplars if exemplar_set else ()
-    if n_exemplars is not None:
-        exemplars = exemplars[:n_exemplars]
+    exemplars = first_exemplars(exemplar_set.exemplars if exemplar_set else (), n_exemplars)
     return JudgePrompt(
         fmt=fmt,
         lang=lang,

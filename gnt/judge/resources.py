@@ -33,7 +33,7 @@ from typing import Any
 
 from gnt.data.entry import LANGUAGES, normalise_source
 from gnt.data.errors import DataError, DataErrors
-from gnt.judge.prompts import Exemplar, JudgePrompt
+from gnt.judge.prompts import Exemplar, JudgePrompt, first_exemplars
 from gnt.judge.schema import (
     FORMATS,
     NEUTRAL,
@@ -277,9 +277,7 @@ def load_resource_prompt(
     if check.errors and (not skip_bad_shots or len(shot_errors) != len(check.errors)):
         raise DataErrors(check.errors)
     check.warnings.extend(DataError(f"shot left out (skip_bad_shots): {e.message}", e.path, e.line, e.column) for e in shot_errors)
-    shots = check.shots.get((lang, fmt.name), [])
-    if n_exemplars is not None:
-        shots = shots[:n_exemplars]
+    shots = first_exemplars(check.shots.get((lang, fmt.name), []), n_exemplars)
     return JudgePrompt(
         fmt=fmt,
         lang=lang,

@@ -19,20 +19,39 @@ def _llm_judge(recipe: JudgeRecipe, fmt: str | None = None, cache_path: str | Pa
     from gnt.judge.llm_judge import JudgeCache, LLMJudge
 
     backend = backend or make_backend(recipe)
-    return LLMJudge(backend, recipe.judge_config(fmt), JudgeCache(cache_path)), backend
+    return LLMJudge(backend, recipe.judge_settings(fmt), JudgeCache(cache_path)), backend
+
+
+def read_validation(path: str | Path | None) -> dict[str, Any] | None:
+    """The validation report judging attaches to the metrics (``validation=``), read before anything is judged:
+    a missing or unreadable file is a usage error naming it."""
+    import json
+
+    if path is None:
+        return None
+    where = Path(path)
+    if not where.is_file():
+        raise RecipeError(f"validation={path}: no such file (the report `eval/judge.py validate` writes; "
+                          "leave validation unset to judge without one)")
+    try:
+        report = json.loads(where.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise RecipeError(f"validation={path}: not a readable JSON report ({exc})") from None
+    if not isinstance(report, dict) or report.get("kind") not in ("references", "gold_tsv"):
+        raise RecipeError(f"validation={path}: not a judge validation report (no kind 'references' or 'gold_tsv')")
+    return report
 
 
 def judge_folder(folder: ResultsFolder, recipe: JudgeRecipe, say: Say = print) -> dict[str, dict]:
     """Judge every model folder ``recipe.models`` selects (all by default) and refill its metrics; returns the
     per-model summaries. Judge failures never stop a run: they are counted."""
-    from gnt.io import read_json
     from gnt.judge.apply import CACHE, judge_results, load_rows, recorded_rows
     from gnt.judge.lexical import LexicalJudge
 
     if recipe.judge == "recorded":
         raise RecipeError("judge=recorded only validates the labels a gold file stores: use validate ... tsv=GOLD")
+    validation = read_validation(recipe.validation)
     entries = load_rows(recipe.data, recipe.langs) if recipe.data else recorded_rows(folder.path, recipe.langs)
-    validation = read_json(recipe.validation) if recipe.validation else None
     lexical = LexicalJudge() if (recipe.judge == "lexical" or recipe.lexical_check) else None
     llm, backend = (None, None)
     if recipe.judge == "llm":
@@ -121,10 +140,10 @@ def _lexical_text_classifier(data: str | None = None):
     """The lexical judge on unannotated text, its words learned from the training split of ``data`` (an mGeNTE
     path; default the bundled sample), and what it learned."""
     from gnt.data.entry import LANGUAGES
+    from gnt.data.lexicon import build_lexicon
     from gnt.data.splits import split_entries
     from gnt.judge.apply import load_rows
     from gnt.judge.lexical import LexicalJudge
-    from gnt.judge.lexicon import build_lexicon
 
     lexical = LexicalJudge()
     if data:

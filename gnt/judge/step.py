@@ -18,7 +18,11 @@ class JudgeStep(FolderStep):
     settings = (JudgeRecipe,)
 
     def config(self, settings: dict[str, Any], evaluation: Any) -> JudgeRecipe:
-        return load_judge_recipe(settings.pop("recipe", None), list(settings.items()))
+        from gnt.judge.run import read_validation
+
+        config = load_judge_recipe(settings.pop("recipe", None), list(settings.items()))
+        read_validation(config.validation)  # an input here: checked before the first step runs
+        return config
 
     def complete(self, config: JudgeRecipe, folder: ResultsFolder) -> str | None:
         if folder.covered(config.models, JUDGE_SUMMARY, lambda d: (read_json_or_none(d / JUDGE_SUMMARY) or {}).get("n_records")):

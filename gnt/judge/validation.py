@@ -26,16 +26,17 @@ from typing import Any
 
 import numpy as np
 
-from gnt.data.entry import LANGUAGES, Entry
-from gnt.data.errors import DataError
-from gnt.evaluation.bootstrap import (
-    DEFAULT_SAMPLES,
+from gnt.bootstrap import (
+    DEFAULT,
+    BootstrapSettings,
     cluster_sums,
     estimate,
     macro_f1,
     ratio,
     resampling_weights,
 )
+from gnt.data.entry import LANGUAGES, Entry
+from gnt.data.errors import DataError
 from gnt.judge.agreement import classification_report
 from gnt.judge.gold import GoldRow, GoldSet, read_gold
 from gnt.judge.llm_judge import JudgeItem
@@ -203,7 +204,6 @@ def reference_table(report: dict[str, Any]) -> str:
 TSV_COLUMNS = ("source", "translation", "gold")
 #: What a classifier returns for an item it declines to judge (the lexical judge without known words).
 ABSTAIN = "ABSTAIN"
-N_BOOT = DEFAULT_SAMPLES
 
 
 def read_gold_tsv(path: str | Path, default_lang: str | None = None) -> list[GoldRow]:
@@ -251,16 +251,17 @@ def _row_counts(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str])
 
 
 def bootstrap_figures(
-    gold: Sequence[str], pred: Sequence[str], labels: Sequence[str], clusters: Sequence[Any], n_boot: int = N_BOOT, seed: int = 0
+    gold: Sequence[str], pred: Sequence[str], labels: Sequence[str], clusters: Sequence[Any],
+    bootstrap: BootstrapSettings = DEFAULT,
 ) -> dict[str, Any]:
     """95% percentile CIs of per-label precision and recall and of macro-F1, resampling clusters (sources).
 
-    As everywhere in :mod:`gnt.evaluation.bootstrap`, a replicate where a statistic is undefined (a rare class
+    As everywhere in :mod:`gnt.bootstrap`, a replicate where a statistic is undefined (a rare class
     drawn zero times) is left out of its interval, so a class of a few rows gives a wide or one-sided interval.
     """
     used = [lab for lab in labels if lab in set(gold) | set(pred)]
     counts = cluster_sums(_row_counts(gold, pred, used), clusters)
-    weights = resampling_weights(counts.shape[0], n_boot, seed)
+    weights = resampling_weights(counts.shape[0], bootstrap.bootstrap_samples, bootstrap.bootstrap_seed)
     per_label = {}
     for c, lab in enumerate(used):
         tp, fp, fn = counts[:, 3 * c], counts[:, 3 * c + 1], counts[:, 3 * c + 2]
@@ -268,7 +269,7 @@ def bootstrap_figures(
             "precision": estimate(np.stack([tp, tp + fp], axis=1), ratio, weights),
             "recall": estimate(np.stack([tp, tp + fn], axis=1), ratio, weights),
         }
-    return {"n_boot": n_boot, "cluster": "source", "per_label": per_label, "macro_f1": estimate(counts, macro_f1, weights)}
+    return {"samples": bootstrap.bootstrap_samples, "cluster": "source", "per_label": per_label, "macro_f1": estimate(counts, macro_f1, weights)}
 
 
 def _figures(rows: Sequence[GoldRow], gold: list[str], pred: list[str], labels: Sequence[str]) -> dict[str, Any]:

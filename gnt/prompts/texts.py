@@ -9,7 +9,7 @@ Loading validates what it reads, because the public prompt files of the field ha
 demonstrations whose target genders the referent opposite to its source): every problem is reported with file,
 line and key, all at once. A gendered demonstration's gender is checked against its source's English cues and the
 gendered words of its target: those it lists (our layout) or, when it lists none (the release's layout never does),
-the gendered words the judge's lexicon knows for the language (:mod:`gnt.judge.lexicon`). A contradiction is an
+the gendered words the judge's lexicon knows for the language (:mod:`gnt.data.lexicon`). A contradiction is an
 error; a demonstration whose target has no gendered word known to either is a *warning* that says its gender could
 not be verified (kept on :attr:`PromptTexts.warnings` and logged), never a silent pass.
 """
@@ -28,6 +28,7 @@ import yaml
 
 from gnt.data.entry import LANGUAGE_NAMES, Language, SourceKeyed
 from gnt.data.errors import DataError, DataErrors
+from gnt.data.lexicon import default_lexicon, find_gendered_words, word_pattern
 from gnt.output_format import extract, format_output
 from gnt.paths import PROMPTS_DIR
 
@@ -128,15 +129,12 @@ def _text(data: dict, key: str, path: Path, lines: dict[str, int], errors: list[
 
 def _lexicon_words(lang: str, translation: str) -> list[tuple[str, str]]:
     """Gendered words the judge's learned lexicon finds in ``translation``, with their gender."""
-    from gnt.judge.lexical import _pattern, find_gendered_words
-    from gnt.judge.lexicon import default_lexicon
-
     lexicon = default_lexicon(lang)
     folded = unicodedata.normalize("NFC", translation).casefold()
     same_length = len(folded) == len(translation)
     found = []
     for word in find_gendered_words(translation, lexicon.forms):
-        match = _pattern(word).search(folded)
+        match = word_pattern(word).search(folded)
         shown = translation[match.start():match.end()] if match and same_length else word  # as the text writes it
         found.append((shown, lexicon.forms[word]))
     return found

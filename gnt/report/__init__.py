@@ -2,11 +2,10 @@
 
 - :func:`gnt.report.build.build_report`: the report of a results folder, as :class:`gnt.report.config.ReportConfig`
   says (``eval/report.py`` and the pipeline's report step, :mod:`gnt.report.step`);
-- :func:`gnt.report.wandb_log.log_eval_to_wandb`: evaluation metrics into the training run's W&B run;
-- :class:`gnt.report.callback.QueueCheckpointCallback` + :mod:`gnt.report.watch`: evaluate checkpoints while
-  training runs.
+- :func:`gnt.report.wandb_log.log_eval_to_wandb`: evaluation metrics into the training run's W&B run.
 
-Imports are lazy: the training callback must not pull matplotlib or wandb into every training process.
+Evaluating checkpoints while training runs is :mod:`gnt.checkpoint_queue`'s. Imports are lazy: a training process
+that logs to W&B must not pull matplotlib into it.
 """
 
 from __future__ import annotations

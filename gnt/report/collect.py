@@ -30,10 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES
+from gnt.bootstrap import BootstrapSettings, recorded_bootstrap
 from gnt.filenames import (
     ATTRIBUTION_DIR,
-    CACHE_DIR,
     GENERATIONS,
     JUDGMENTS,
     METRICS,
@@ -49,7 +48,9 @@ from gnt.filenames import (
 )
 from gnt.io import read_json
 from gnt.jsonl_cache import iter_jsonl
+from gnt.results.folder import model_names
 from gnt.results_schema import (
+    EVAL_RECORD_FORMAT,
     EvalRecord,
     GenerationRecord,
     Judgment,
@@ -187,11 +188,15 @@ class ModelResult:
         return str(adapter["path"]) if isinstance(adapter, dict) and adapter.get("path") else None
 
     @property
+    def recorded(self) -> bool:
+        """Whether the record names the model's kind, stage and step (``eval-record/2``): nothing is guessed then."""
+        return self.record.get("format") == EVAL_RECORD_FORMAT
+
+    @property
     def is_base(self) -> bool:
-        kind = self.described.get("kind")
-        if kind is not None:
-            return kind == "base"
-        return self.adapter_path is None and not _CHECKPOINT.search(self.name)  # a folder without its record
+        if self.recorded:
+            return self.record["kind"] == "base"
+        return _legacy_is_base(self)
 
     @property
     def failed(self) -> bool:
@@ -200,13 +205,9 @@ class ModelResult:
 
     @property
     def global_step(self) -> int | None:
-        step = self.record.get("global_step")
-        if isinstance(step, int):
-            return step
-        if self.run_record and isinstance(self.run_record.get("global_step"), int):
-            return self.run_record["global_step"]
-        match = _CHECKPOINT.search(self.name) or _CHECKPOINT.search(self.adapter_path or "")
-        return int(match.group(1)) if match else (0 if self.is_base else None)
+        if self.recorded:
+            return 0 if self.is_base else self.record["global_step"]
+        return _legacy_global_step(self)
 
     @property
     def run_dir(self) -> str | None:
@@ -215,15 +216,10 @@ class ModelResult:
 
     @property
     def stage(self) -> str:
-        """``base``, or the training stage (``sft``/``dpo``) from the run record, else the run folder's name."""
-        if self.is_base:
-            return "base"
-        stage = (self.run_record or {}).get("stage")
-        if stage:
-            return str(stage)
-        if self.run_dir:
-            return Path(self.run_dir).name
-        return self.name.split("/")[0] if "/" in self.name else "adapter"
+        """``base``, or the training stage (``sft``/``dpo``), as the sweep recorded it."""
+        if self.recorded:
+            return str(self.record["stage"])
+        return _legacy_stage(self)
 
     @property
     def leakage(self) -> dict:
@@ -286,23 +282,15 @@ class Results:
         return sorted({row.cell for row in self.metrics if row.cell}, key=_cell_order)
 
     @property
-    def alpha(self) -> float:
-        """The alpha the metrics' intervals were computed with (their ``bootstrap`` block); the report's paired
-        tests and significance marks use the same one."""
-        for model in self.models:
-            recorded = ((model.metrics or {}).get("bootstrap") or {}).get("alpha")
-            if number(recorded) is not None:
-                return float(recorded)
-        return DEFAULT_ALPHA
+    def bootstrap(self) -> BootstrapSettings:
+        """The settings the metrics' intervals were computed with (the ``bootstrap`` block the sweep writes, the
+        same in every model of one sweep); the report's paired tests and significance marks use the same ones."""
+        recorded = next((m.metrics for m in self.models if (m.metrics or {}).get("bootstrap")), None)
+        return recorded_bootstrap(recorded or {})
 
     @property
-    def bootstrap_samples(self) -> int:
-        """The resamples of the metrics' intervals (their ``bootstrap`` block): the default of the paired tests."""
-        for model in self.models:
-            recorded = ((model.metrics or {}).get("bootstrap") or {}).get("samples")
-            if isinstance(recorded, int):
-                return recorded
-        return DEFAULT_SAMPLES
+    def alpha(self) -> float:
+        return self.bootstrap.alpha
 
     def has(self, metric: str) -> bool:
         return any(row.metric == metric for row in self.metrics)
@@ -369,25 +357,8 @@ def read_judgments(path: Path, sample_keys: set[str]) -> list[Judgment]:
     return out  # type: ignore[return-value]
 
 
-#: Top-level folders of a results folder that are not models (the generation cache, the report, the suite).
-NOT_MODELS = {CACHE_DIR, "report", TEMPLATED_SUITE_DIR}
-#: Sub-folders of a model folder written by later steps.
-MODEL_PARTS = {ATTRIBUTION_DIR, TEMPLATED_DIR}
-
-
 class ResultsError(RuntimeError):
     """A results file exists but cannot be read (a truncated write, a hand edit): the message names it and the fix."""
-
-
-def model_folders(directory: Path) -> list[str]:
-    """Every model folder under the results folder (holding a record, metrics or generations), as model names."""
-    found = set()
-    for marker in (RECORD, METRICS, GENERATIONS):
-        for path in directory.rglob(marker):
-            rel = path.parent.relative_to(directory)
-            if rel.parts and rel.parts[0] not in NOT_MODELS and not MODEL_PARTS & set(rel.parts):
-                found.add(rel.as_posix())
-    return sorted(found)
 
 
 def _model_names(directory: Path, summary: dict, warnings: list[str]) -> list[str]:
@@ -397,7 +368,7 @@ def _model_names(directory: Path, summary: dict, warnings: list[str]) -> list[st
     and a summary entry whose folder is gone is named in a warning instead of shown as a model that was "not run".
     """
     names = summary_model_names(summary)
-    on_disk = model_folders(directory)
+    on_disk = model_names(directory)
     gone = [n for n in names if n not in on_disk]
     for name in gone:
         warnings.append(f"summary.json lists {name!r}, but {directory / name} holds no results: left out")
@@ -462,6 +433,37 @@ def read_model(directory: Path, name: str) -> ModelResult:
         model.templated_items = _slim(_iter_jsonl(templated / TEMPLATED_OUTPUTS), TEMPLATED_FIELDS)
         model.templated_metrics = _dict_or_none(templated / METRICS)
     return model
+
+
+# ---------------------------------------------------------------------------------- records before eval-record/2
+# A record.json of format eval-record/1 (or a folder without one) does not say the model's kind, stage or step;
+# they are read from what it holds instead, as they were before. Nothing else in this module guesses them.
+def _legacy_is_base(model: ModelResult) -> bool:
+    kind = model.described.get("kind")
+    if kind is not None:
+        return kind == "base"
+    return model.adapter_path is None and not _CHECKPOINT.search(model.name)  # a folder without its record
+
+
+def _legacy_global_step(model: ModelResult) -> int | None:
+    step = model.record.get("global_step")
+    if isinstance(step, int):
+        return step
+    if model.run_record and isinstance(model.run_record.get("global_step"), int):
+        return model.run_record["global_step"]
+    match = _CHECKPOINT.search(model.name) or _CHECKPOINT.search(model.adapter_path or "")
+    return int(match.group(1)) if match else (0 if model.is_base else None)
+
+
+def _legacy_stage(model: ModelResult) -> str:
+    if model.is_base:
+        return "base"
+    stage = (model.run_record or {}).get("stage")
+    if stage:
+        return str(stage)
+    if model.run_dir:
+        return Path(model.run_dir).name
+    return model.name.split("/")[0] if "/" in model.name else "adapter"
 
 
 def _sort_key(model: ModelResult) -> tuple:

@@ -12,11 +12,13 @@ the sample browser; leakage status and the run records that make every number tr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
+from gnt.bootstrap import DEFAULT, BootstrapSettings
 from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD
 from gnt.report.blocks import Block, Details, Document, Heading, Image, Para, Pre, Table
 from gnt.report.collect import ModelResult, Results, row_key
@@ -174,7 +176,7 @@ def judge_line(results: Results) -> tuple[str, list[dict]]:
     return " ".join(sentences), validity
 
 
-def _headline_section(results: Results, samples: int, data: dict) -> list[Block]:
+def _headline_section(results: Results, bootstrap: BootstrapSettings, data: dict) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Headline: base vs checkpoints", "headline")]
     base = results.base
     blocks.append(Para(
@@ -193,7 +195,7 @@ def _headline_section(results: Results, samples: int, data: dict) -> list[Block]
     ))
     sentence, _ = judge_line(results)
     blocks.append(Para(sentence, "note" if "not been validated" not in sentence else "warning"))
-    tables = headline_tables(results, samples=samples)
+    tables = headline_tables(results, bootstrap)
     if not tables:
         blocks.append(Para("No metrics found: metrics not run.", "warning"))
     data["headline"] = []
@@ -218,7 +220,7 @@ def _headline_section(results: Results, samples: int, data: dict) -> list[Block]
         blocks.append(Heading(3, table.title, f"headline-{table.lang or 'all'}"))
         blocks.append(Table(header, rows, name=f"headline:{table.lang or 'all'}"))
     blocks += [Para(text, "warning") for text in meaning_warnings(results)]
-    blocks += _preference_kind_section(results, samples, data)
+    blocks += _preference_kind_section(results, bootstrap, data)
     return blocks
 
 
@@ -272,10 +274,10 @@ def meaning_warnings(results: Results) -> list[str]:
     return out
 
 
-def _preference_kind_section(results: Results, samples: int, data: dict) -> list[Block]:
+def _preference_kind_section(results: Results, bootstrap: BootstrapSettings, data: dict) -> list[Block]:
     """Preference accuracy per held-out pair kind (all languages), with the same paired tests as the headline."""
     columns = preference_columns(results)
-    tables = [t for t in headline_tables(results, samples=samples, columns=columns) if t.lang is None] if columns else []
+    tables = [t for t in headline_tables(results, bootstrap, columns) if t.lang is None] if columns else []
     if not tables:
         return []
     table = tables[0]
@@ -406,7 +408,7 @@ def _templated_vs_base(results: Results, data: dict) -> list[Block]:
         for style, lang in groups:
             for statistic in STATISTICS:
                 result = paired_suite_test(base.templated_items, model.templated_items, style=style, lang=lang,
-                                           statistic=statistic)
+                                           statistic=statistic, bootstrap=DEFAULT)
                 if result is not None:
                     tests.append((model.name, style, lang, statistic, result))
     if not tests:
@@ -628,7 +630,10 @@ def compose(results: Results, out_dir: str | Path, config: ReportConfig) -> Docu
     data: dict[str, Any] = {"results_dir": str(results.directory), "models": [m.name for m in results.models]}
     blocks: list[Block] = []
     blocks += _status_section(results)
-    blocks += _headline_section(results, config.bootstrap_samples or results.bootstrap_samples, data)
+    bootstrap = results.bootstrap
+    if config.bootstrap_samples:
+        bootstrap = dataclasses.replace(bootstrap, bootstrap_samples=config.bootstrap_samples)
+    blocks += _headline_section(results, bootstrap, data)
     blocks += _figure_section(results, figures)
     blocks += _templated_section(results, figures_dir, data)
     blocks += _attribution_section(results, figures_dir)

@@ -4,7 +4,7 @@ Every headline metric is a mean of one score per output: label accuracy on Set-N
 NEUTRAL" (1/0) over Set-N outputs, coherence for NEUTRAL labels the mean of "translation judged neutral" over
 NEUTRAL-labelled outputs, xCOMET the mean segment score. So one paired test serves all of them: outputs are matched
 across the two models by (row id, cell) and handed to the evaluator's paired bootstrap
-(:func:`gnt.evaluation.bootstrap.paired_bootstrap`) with the *row* as the resampling cluster (the pairing removes
+(:func:`gnt.bootstrap.paired_bootstrap`) with the *row* as the resampling cluster (the pairing removes
 the between-sentence variance; resampling the row, not the output, respects that one row appears in every cell of
 a language). Label and GNT accuracy go through :func:`gnt.evaluation.metrics.paired_comparison`, so the report and
 the evaluator can never disagree on them. The interval is the percentile interval at the results' ``alpha`` (the
@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gnt.evaluation import bootstrap
+from gnt import bootstrap as resampling
+from gnt.bootstrap import DEFAULT_ALPHA, PAIRED, BootstrapSettings
 from gnt.evaluation.adequacy import is_adequate, record_chrf
-from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_SAMPLES, DEFAULT_SEED
 from gnt.report.collect import ModelResult
 
 GENDERED, NEUTRAL = "GENDERED", "NEUTRAL"
@@ -115,9 +115,7 @@ def paired_bootstrap(
     base: dict[str, float],
     other: dict[str, float],
     *,
-    samples: int = DEFAULT_SAMPLES,
-    seed: int = DEFAULT_SEED,
-    alpha: float = DEFAULT_ALPHA,
+    bootstrap: BootstrapSettings = PAIRED,
 ) -> PairedResult | None:
     """Paired bootstrap of mean(other) − mean(base) over the outputs both models have; None without overlap.
 
@@ -126,9 +124,9 @@ def paired_bootstrap(
     keys = sorted(set(base) & set(other))
     if not keys:
         return None
-    result = bootstrap.paired_bootstrap(
+    result = resampling.paired_bootstrap(
         [other[k] for k in keys], [base[k] for k in keys], clusters=[k.rsplit("|", 1)[0] for k in keys],
-        n_boot=samples, seed=seed, alpha=alpha,
+        bootstrap=bootstrap,
     )
     return _paired(result)
 
@@ -142,7 +140,7 @@ def _paired(result: dict) -> PairedResult | None:
 
 
 def _evaluator_compare(
-    base: ModelResult, other: ModelResult, metric: RowMetric, lang: str | None, samples: int, seed: int, alpha: float
+    base: ModelResult, other: ModelResult, metric: RowMetric, lang: str | None, bootstrap: BootstrapSettings
 ) -> PairedResult | None:
     """Label/GNT accuracy through the evaluator's paired test (None when it cannot answer for this metric)."""
     name, group = metric
@@ -162,8 +160,7 @@ def _evaluator_compare(
         if not judgments:
             return None
     result = paired_comparison(
-        mine, theirs, metric="label" if name == "label_accuracy" else "gnt", judgments=judgments,
-        n_boot=samples, seed=seed, alpha=alpha,
+        mine, theirs, metric="label" if name == "label_accuracy" else "gnt", judgments=judgments, bootstrap=bootstrap,
     )
     return _paired(result)
 
@@ -174,16 +171,13 @@ def compare(
     metric: RowMetric,
     lang: str | None,
     *,
-    samples: int = DEFAULT_SAMPLES,
-    seed: int = DEFAULT_SEED,
-    alpha: float = DEFAULT_ALPHA,
+    bootstrap: BootstrapSettings = PAIRED,
 ) -> PairedResult | None:
     """Paired test of ``other`` against ``base`` for one metric and language (None when rows are missing)."""
-    result = _evaluator_compare(base, other, metric, lang, samples, seed, alpha)
+    result = _evaluator_compare(base, other, metric, lang, bootstrap)
     if result is not None:
         return result
-    return paired_bootstrap(row_values(base, metric, lang), row_values(other, metric, lang), samples=samples, seed=seed,
-                            alpha=alpha)
+    return paired_bootstrap(row_values(base, metric, lang), row_values(other, metric, lang), bootstrap=bootstrap)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gnt.evaluation.bootstrap import DEFAULT_ALPHA, DEFAULT_PAIRED_SAMPLES, DEFAULT_SAMPLES, DEFAULT_SEED
+from gnt.bootstrap import DEFAULT_ALPHA, BootstrapSettings
 from gnt.report.collect import MetricRow, ModelResult, Results
 from gnt.report.significance import PairedResult, compare, holm
 from gnt.results_schema import TemplatedMetrics, read_stat
@@ -158,11 +158,12 @@ def _cell(results: Results, model: ModelResult, scope: str, lang: str | None, co
     return out
 
 
-def headline_tables(results: Results, *, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED,
+def headline_tables(results: Results, bootstrap: BootstrapSettings,
                     columns: tuple[Column, ...] = COLUMNS) -> list[HeadlineTable]:
     """One table per language plus one over all languages: base first, then each checkpoint by stage and step.
 
-    The paired tests resample at least ``DEFAULT_PAIRED_SAMPLES`` times: a bootstrap p-value cannot fall below
+    ``bootstrap``: the settings of the paired tests (:meth:`BootstrapSettings.paired`: they resample at least
+    ``DEFAULT_PAIRED_SAMPLES`` times): a bootstrap p-value cannot fall below
     1 / (resamples + 1), and Holm multiplies the smallest one by the number of tests in the table (columns ×
     checkpoints), so with 1,000 resamples a table of 50 tests could never show a significant change.
     """
@@ -176,10 +177,9 @@ def headline_tables(results: Results, *, samples: int = DEFAULT_SAMPLES, seed: i
             row = HeadlineRow(model.name, model.stage, model.global_step)
             for column in columns:
                 cell = _cell(results, model, scope, lang, column)
-                cell.alpha = results.alpha
+                cell.alpha = bootstrap.alpha
                 if base is not None and model is not base and column.test and cell.value is not None:
-                    cell.test = compare(base, model, column.test, lang, samples=max(samples, DEFAULT_PAIRED_SAMPLES),
-                                        seed=seed, alpha=cell.alpha)
+                    cell.test = compare(base, model, column.test, lang, bootstrap=bootstrap.paired())
                     if cell.test is not None and cell.test.lo == cell.test.hi == 0.0:
                         cell.test = None  # no pair differs (both models constant alike): nothing to test
                     if cell.test is not None:

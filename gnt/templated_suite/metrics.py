@@ -20,7 +20,7 @@ Input: one *item* per (pair, variant) of one model and prompt style, i.e. a suit
 
 Every rate carries a percentile bootstrap CI. The resampling unit is the *pair* (its determined and ambiguous
 items together), so the Δ intervals are paired. The bootstrap machinery is the evaluation core's
-(:mod:`gnt.evaluation.bootstrap`), so grid and suite intervals are computed the same way.
+(:mod:`gnt.bootstrap`), so grid and suite intervals are computed the same way.
 """
 
 from __future__ import annotations
@@ -30,15 +30,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from gnt.evaluation.bootstrap import (
-    DEFAULT_ALPHA,
-    DEFAULT_SAMPLES,
-    DEFAULT_SEED,
-    block_seed,
+from gnt.bootstrap import (
+    DEFAULT,
+    BootstrapSettings,
     cluster_sums,
     estimate,
     ratio,
-    resampling_weights,
     rounded,
 )
 from gnt.results_schema import TEMPLATED_METRICS_FORMAT as METRICS_FORMAT
@@ -65,11 +62,11 @@ def _difference(sums: np.ndarray) -> np.ndarray:
 class _Resampler:
     """The items of one block, clustered by pair, with one resampling matrix shared by all its statistics."""
 
-    def __init__(self, items: Sequence[Mapping], name: str, n_boot: int, seed: int, alpha: float) -> None:
+    def __init__(self, items: Sequence[Mapping], name: str, bootstrap: BootstrapSettings) -> None:
         self.items = items
-        self.alpha = alpha
+        self.alpha = bootstrap.alpha
         self.clusters = [item["pair_id"] for item in items]
-        self.weights = resampling_weights(len(set(self.clusters)), n_boot, block_seed(seed, name))
+        self.weights = bootstrap.weights(len(set(self.clusters)), name)
 
     def column(self, predicate: Callable[[Mapping], bool]) -> np.ndarray:
         return np.array([bool(predicate(item)) for item in self.items], dtype=bool)
@@ -98,9 +95,9 @@ def _labels(items: Sequence[Mapping]) -> np.ndarray:
     return column
 
 
-def block_metrics(items: Sequence[Mapping], name: str, n_boot: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED, alpha: float = DEFAULT_ALPHA) -> dict:
+def block_metrics(items: Sequence[Mapping], name: str, bootstrap: BootstrapSettings = DEFAULT) -> dict:
     """(M, F, N) per variant, Δs, N_det, unknown rates and strategy counts of one group of items."""
-    res = _Resampler(items, name, n_boot, seed, alpha)
+    res = _Resampler(items, name, bootstrap)
     labels = _labels(items)
     variant = {v: res.column(lambda it, v=v: it["variant"] == v) for v in VARIANTS}
     known = labels != UNKNOWN
@@ -142,9 +139,9 @@ def block_metrics(items: Sequence[Mapping], name: str, n_boot: int = DEFAULT_SAM
     return result
 
 
-def _stereotype_metrics(items: Sequence[Mapping], field: str, name: str, n_boot: int, seed: int, alpha: float) -> dict:
+def _stereotype_metrics(items: Sequence[Mapping], field: str, name: str, bootstrap: BootstrapSettings) -> dict:
     """Shift of the ambiguous (M, F, N) under F-/M-stereotyped cues vs none, and misgendering by cue congruence."""
-    res = _Resampler(items, name, n_boot, seed, alpha)
+    res = _Resampler(items, name, bootstrap)
     labels = _labels(items)
     known = labels != UNKNOWN
     amb = res.column(lambda it: it["variant"] == "ambiguous") & known
@@ -181,9 +178,9 @@ def _stereotype_metrics(items: Sequence[Mapping], field: str, name: str, n_boot:
     return out
 
 
-def _grid_label_metrics(items: Sequence[Mapping], name: str, n_boot: int, seed: int, alpha: float) -> dict:
+def _grid_label_metrics(items: Sequence[Mapping], name: str, bootstrap: BootstrapSettings) -> dict:
     """NEUTRAL-label share per variant (does the model *say* it saw ambiguity?) and the extraction error rate."""
-    res = _Resampler(items, name, n_boot, seed, alpha)
+    res = _Resampler(items, name, bootstrap)
     everyone = np.ones(len(items), dtype=bool)
     ok = res.column(lambda it: it.get("extraction_error") is None)
     neutral = res.column(lambda it: it.get("grid_label") == "NEUTRAL")
@@ -199,24 +196,24 @@ def _grid_label_metrics(items: Sequence[Mapping], name: str, n_boot: int, seed: 
     return result
 
 
-def language_metrics(items: Sequence[Mapping], name: str, n_boot: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED, alpha: float = DEFAULT_ALPHA) -> dict:
+def language_metrics(items: Sequence[Mapping], name: str, bootstrap: BootstrapSettings = DEFAULT) -> dict:
     """Every subset block, the stereotype effects and (for grid outputs) the label shares of one language."""
     out: dict = {
-        subset: block_metrics([it for it in items if keep(it)], f"{name}|{subset}", n_boot, seed, alpha)
+        subset: block_metrics([it for it in items if keep(it)], f"{name}|{subset}", bootstrap)
         for subset, keep in SUBSETS.items()
     }
     result: dict = {"subsets": out}
     result["stereotype"] = {
-        "cue": _stereotype_metrics(items, "cue_stereotype", f"{name}|cue", n_boot, seed, alpha),
-        "adjective": _stereotype_metrics(items, "adjective_stereotype", f"{name}|adj", n_boot, seed, alpha),
+        "cue": _stereotype_metrics(items, "cue_stereotype", f"{name}|cue", bootstrap),
+        "adjective": _stereotype_metrics(items, "adjective_stereotype", f"{name}|adj", bootstrap),
     }
     if any("grid_label" in it for it in items):
-        result["grid_labels"] = _grid_label_metrics(items, f"{name}|labels", n_boot, seed, alpha)
+        result["grid_labels"] = _grid_label_metrics(items, f"{name}|labels", bootstrap)
     return result
 
 
 def compute_metrics(
-    items: Iterable[Mapping], *, n_boot: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED, alpha: float = DEFAULT_ALPHA
+    items: Iterable[Mapping], *, bootstrap: BootstrapSettings = DEFAULT
 ) -> dict:
     """Metrics per prompt style and language from classified items (each with ``style`` and ``lang``)."""
     by_style: dict[str, dict[str, list[Mapping]]] = {}
@@ -226,12 +223,12 @@ def compute_metrics(
         "format": METRICS_FORMAT,
         "styles": {
             style: {
-                lang: language_metrics(lang_items, f"{style}|{lang}", n_boot, seed, alpha)
+                lang: language_metrics(lang_items, f"{style}|{lang}", bootstrap)
                 for lang, lang_items in sorted(langs.items())
             }
             for style, langs in by_style.items()
         },
-        "bootstrap": {"samples": n_boot, "seed": seed, "alpha": alpha, "method": "percentile, pairs resampled"},
+        "bootstrap": bootstrap.record("percentile, pairs resampled"),
         "denominator": "classified outputs (unknowns excluded and reported as unknown_rate)",
     }
 

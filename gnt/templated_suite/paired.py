@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from gnt.evaluation.bootstrap import DEFAULT_SAMPLES
+from gnt.bootstrap import DEFAULT, BootstrapSettings
 
 STATISTICS = ("N_amb", "dN")
 UNKNOWN = "unknown"
@@ -51,8 +51,7 @@ def paired_suite_test(
     style: str,
     lang: str,
     statistic: str,
-    samples: int = DEFAULT_SAMPLES,
-    seed: int = 0,
+    bootstrap: BootstrapSettings = DEFAULT,
 ) -> dict | None:
     """``{"base", "other", "delta", "ci", "p_value", "n_pairs"}`` for other − base, or None without shared pairs."""
     if statistic not in STATISTICS:
@@ -65,8 +64,8 @@ def paired_suite_test(
     observed_a, observed_b = _statistic(base.sum(0), statistic), _statistic(other.sum(0), statistic)
     if np.isnan(observed_a) or np.isnan(observed_b):
         return None
-    rng = np.random.default_rng(seed)
-    index = rng.integers(0, len(keys), size=(samples, len(keys)))
+    rng = np.random.default_rng(bootstrap.bootstrap_seed)
+    index = rng.integers(0, len(keys), size=(bootstrap.bootstrap_samples, len(keys)))
     diff = _statistic(other[index].sum(1), statistic) - _statistic(base[index].sum(1), statistic)
     diff = diff[~np.isnan(diff)]
     delta = float(observed_b - observed_a)
@@ -77,6 +76,6 @@ def paired_suite_test(
     else:
         below, above = float((diff <= 0).sum()), float((diff >= 0).sum())
         p_value = min(1.0, 2 * (min(below, above) + 1) / (diff.size + 1))
-    lo, hi = np.percentile(diff, [2.5, 97.5])
+    lo, hi = np.percentile(diff, [100 * bootstrap.alpha / 2, 100 * (1 - bootstrap.alpha / 2)])
     return {"base": float(observed_a), "other": float(observed_b), "delta": delta, "ci": [float(lo), float(hi)],
             "p_value": p_value, "n_pairs": len(keys)}

@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from gnt.bootstrap import BootstrapSettings
 from gnt.data.entry import LANGUAGE_NAMES, source_key
 from gnt.data.templated import generate_pairs, read_suite, suite_records
 from gnt.evaluation.cache import CachedBackend, GenerationCache
@@ -371,9 +372,7 @@ class SuiteTask:
         folder = model_dir(out_dir=evaluation.out_dir, name=model.name) / SUBDIR
         files: dict[str, Callable[[Path], object]] = {}
         if not outcome.failed:  # all-unknown metrics of a dead backend would look like a result
-            metrics = compute_metrics(
-                items, n_boot=evaluation.bootstrap_samples, seed=evaluation.bootstrap_seed, alpha=evaluation.alpha
-            )
+            metrics = compute_metrics(items, bootstrap=BootstrapSettings.of(evaluation))
             metrics.update(model=model.name, global_step=model.global_step, leakage=leakage.to_json(),
                            suite_sha256=self.suite_info["sha256"])
             unknown = [{k: i[k] for k in UNKNOWN_FIELDS} for i in items if i["label"] == UNKNOWN]

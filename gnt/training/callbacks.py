@@ -80,7 +80,7 @@ def standard_callbacks(record: Callable[[], dict], eval_queue_dir: str | None = 
     copies it, and both happen before a simulated crash."""
     callbacks: list[TrainerCallback] = [RunRecordCallback(record)]
     if eval_queue_dir:
-        from gnt.report.callback import QueueCheckpointCallback
+        from gnt.checkpoint_queue.callback import QueueCheckpointCallback
 
         callbacks.append(QueueCheckpointCallback(eval_queue_dir))
     return [*callbacks, RankProgressCallback(), CrashAfterSaveCallback()]

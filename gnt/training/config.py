@@ -42,7 +42,7 @@ class ProjectArgs(WandbSettings):
     eval_queue_dir: str | None = field(
         default=None,
         metadata={"help": "Copy every saved checkpoint (adapter, tokenizer, run record) into this queue for "
-                  "eval/watch.py, safe from save_total_limit (gnt.report.callback; rank 0 only)."},
+                  "eval/watch.py, safe from save_total_limit (gnt.checkpoint_queue.callback; rank 0 only)."},
     )
     merge_adapter: bool = field(
         default=False, metadata={"help": "After training, also save base + adapter merged (never into 4-bit)."}

@@ -259,8 +259,7 @@ def run_wmt24(
     classifier = Classifier(lexicon.extra)
     folder = Path(options.out_dir) / SUBDIR
     templates = {seg.seg_id: template_of(seg) for seg in segments}
-    resamples = Resamples.draw(segments, templates, options.lang, options.bootstrap_samples, options.bootstrap_seed,
-                               options.alpha)
+    resamples = Resamples.draw(segments, templates, options.lang, BootstrapSettings.of(options))
     alpha = options.alpha
     rows: dict[str, list[dict]] = {"summary": [], "strategies": [], "stereotype": [], "templates": []}
     unknown: list[dict] = []
@@ -329,9 +328,9 @@ def run_wmt24(
                                     "definition": "template 7 without an adverb, with masculine- and with "
                                                   "feminine-stereotyped adverbs; contrasts paired per adjective"}},
         "templates": template_comparison(segments, templates, stereotypes, options.limit is not None),
-        "bootstrap": {"samples": options.bootstrap_samples, "seed": options.bootstrap_seed, "alpha": alpha,
-                      "method": "percentile; the segments of each template type resampled (template 7: its "
-                                "adjectives), the same resamples for every system, so differences are paired"},
+        "bootstrap": BootstrapSettings.of(options).record(
+            "percentile; the segments of each template type resampled (template 7: its adjectives), the same "
+            "resamples for every system, so differences are paired"),
         "denominator": "classified items (unknowns excluded and counted); each table side macro-averaged over "
                        "its template types",
         "strategies": list(STRATEGIES),

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gnt.evaluation.bootstrap import block_seed, resampling_weights
+from gnt.bootstrap import BootstrapSettings
 from gnt.templated_suite.classify import STRATEGIES, UNKNOWN
 from gnt.templated_suite.wmt24.reader import Segment
 from gnt.templated_suite.wmt24.stereotypes import NO_ADVERB
@@ -70,7 +70,7 @@ def paired_test(diff: Estimate, alpha: float) -> dict:
     """A difference of two estimates on the same resamples (``a - b``): value, percentile CI, two-sided p-value.
 
     The p-value is the share of resampled differences at least |a − b| away from a − b (the bootstrap distribution
-    shifted to the null), +1 corrected, as in :func:`gnt.evaluation.bootstrap.paired_bootstrap`.
+    shifted to the null), +1 corrected, as in :func:`gnt.bootstrap.paired_bootstrap`.
     """
     out = diff.to_json(alpha)
     if diff.value is None:
@@ -99,17 +99,16 @@ class Resamples:
     alpha: float
 
     @classmethod
-    def draw(cls, segments: Sequence[Segment], templates: Mapping[str, str], lang: str, samples: int, seed: int,
-             alpha: float) -> Resamples:
+    def draw(cls, segments: Sequence[Segment], templates: Mapping[str, str], lang: str,
+             bootstrap: BootstrapSettings) -> Resamples:
         units: dict[str, list[str]] = {}
         for seg in segments:
             units.setdefault(templates[seg.seg_id], []).append(seg.seg_id)
         adjectives = sorted({seg.slots[0].adjective for seg in segments if templates[seg.seg_id] == "7"})
         if adjectives:
             units["7-adjectives"] = adjectives
-        weights = {key: resampling_weights(len(ids), samples, block_seed(seed, f"wmt24|{lang}|{key}"))
-                   for key, ids in units.items()}
-        return cls(units, weights, samples, alpha)
+        weights = {key: bootstrap.weights(len(ids), f"wmt24|{lang}|{key}") for key, ids in units.items()}
+        return cls(units, weights, bootstrap.bootstrap_samples, bootstrap.alpha)
 
 
 def _count_rows(items: Sequence[Mapping], units: list[str], key: str) -> np.ndarray:

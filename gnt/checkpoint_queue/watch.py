@@ -1,6 +1,6 @@
 """Evaluate queued checkpoints as they appear, while training runs (on this or another machine sharing the disk).
 
-The queue is written by :class:`gnt.report.callback.QueueCheckpointCallback` (layout in that module). A watcher
+The queue is written by :class:`gnt.checkpoint_queue.callback.QueueCheckpointCallback` (layout in that module). A watcher
 polls it, *claims* each new checkpoint by creating ``checkpoint-N.claim`` with ``O_EXCL`` (so two watchers on two
 GPUs or machines never evaluate the same checkpoint twice), evaluates it with a function it is given, and writes
 ``checkpoint-N.done.json`` (status, seconds, result or error). A failed evaluation is marked done with its error
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gnt.report.callback import END_MARKER, QUEUE_ENTRY, RUN_RECORD
+from gnt.checkpoint_queue.callback import END_MARKER, QUEUE_ENTRY, RUN_RECORD
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +134,30 @@ def mark_done(item: QueueItem, record: dict) -> None:
     os.replace(tmp, item.done_path)
 
 
+def failed_items(queue_dir: str | Path) -> list[QueueItem]:
+    """Queued checkpoints whose done marker records a failed evaluation."""
+    out = []
+    for item in queued_items(queue_dir):
+        try:
+            record = json.loads(item.done_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if record.get("status") != "ok":
+            out.append(item)
+    return out
+
+
+def requeue(item: QueueItem) -> bool:
+    """Make a failed checkpoint pending again: its done marker moves to ``checkpoint-N.failed.json`` (kept for the
+    record), then its claim goes. False when another watcher requeued it first."""
+    try:
+        os.replace(item.done_path, item.path.with_name(item.path.name + ".failed.json"))
+    except FileNotFoundError:
+        return False
+    item.claim_path.unlink(missing_ok=True)
+    return True
+
+
 def run_finished(queue_run: Path) -> bool:
     """Whether the training run behind ``<queue>/<run>`` has ended: the callback's end marker, or the run's own
     record (``gnt_run.json`` of the source run folder) saying ``status: complete``."""
@@ -182,8 +206,12 @@ def watch(
     stale_claim_s: float | None = None,
     after_each: Callable[[QueueItem, dict], None] | None = None,
     on_finish: Callable[[list[dict]], None] | None = None,
+    retry_failed: bool = False,
 ) -> list[dict]:
     """Evaluate queued checkpoints until training has ended and the queue is drained (or timeout / once).
+
+    Checkpoints whose evaluation failed before this call are evaluated again with ``retry_failed`` (their failed
+    record is kept as ``checkpoint-N.failed.json``), and named in a warning without it.
 
     ``after_each(item, done_record)`` runs after every evaluation (e.g. rebuild the report);
     ``on_finish(records)`` once at the end when training finished (e.g. log everything to W&B). Returns the done
@@ -193,6 +221,15 @@ def watch(
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     done: list[dict] = []
     log.info("watch: %s (poll %.1fs, timeout %s)", queue, poll_s, "none" if timeout_s is None else f"{timeout_s}s")
+    failed = failed_items(queue)
+    if failed and retry_failed:
+        retried = [item.name for item in failed if requeue(item)]
+        if retried:
+            log.warning("watch: evaluating again %d checkpoint(s) whose evaluation failed before: %s",
+                        len(retried), ", ".join(retried))
+    elif failed:
+        log.warning("watch: %d checkpoint(s) failed before and are not evaluated again (retry_failed=true does): %s",
+                    len(failed), ", ".join(item.name for item in failed))
     while True:
         finished = training_finished(queue)  # read before the scan: a checkpoint queued before the marker is seen
         progressed = False

@@ -1,4 +1,5 @@
-"""Gendered words a judge can use on any target text: learned once from the project's own resources.
+"""Gendered words a judge (or a prompt file's check) can use on any target text: learned once from the project's
+own resources, and found in a text whole-word and case-folded (:func:`find_gendered_words`).
 
 The lexical judge used to know only the words annotated on each row, so it could not judge a translation that
 comes without annotations (a gold set of the field, a demonstration of a paper's prompt file). This module builds,
@@ -23,12 +24,37 @@ suffix rules do not produce. Matching is whole-word and case-folded, as for row 
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gnt.data.entry import LANGUAGES, Entry
+
+
+def fold(text: str) -> str:
+    """A text as gendered words are matched in it: NFC-normalised and case-folded."""
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+@lru_cache(maxsize=65536)
+def word_pattern(word: str) -> re.Pattern[str]:
+    """Word-boundary pattern of one (possibly multi-word) gendered term: internal whitespace matches any run."""
+    parts = [re.escape(p) for p in fold(word).split()]
+    return re.compile(r"(?<![\w])" + r"\s+".join(parts) + r"(?![\w])")
+
+
+def find_gendered_words(translation: str, words: Iterable[str]) -> list[str]:
+    """The known gendered words that occur in ``translation`` (each once, in the order given)."""
+    text = fold(translation)
+    found: list[str] = []
+    for word in dict.fromkeys(w.strip() for w in words if w and w.strip()):
+        if word_pattern(word).search(text):
+            found.append(word)
+    return found
+
 
 #: A suffix alternation must occur this often in the lexicon before it is used to derive forms.
 MIN_RULE_SUPPORT = 2
