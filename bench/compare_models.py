@@ -2,6 +2,10 @@
 
     python bench/compare_models.py                      # gemma and smollm, the demo's SFT budget
     python bench/compare_models.py --models gemma,smollm --out outputs/bench-models
+    python bench/compare_models.py --trained gemma=outputs/demo-gemma/runs/sft   # reuse a demo's SFT run
+
+A ``--trained`` run is reused only when its run record shows it completed with this budget (each budget key equal;
+otherwise the script refuses it, naming the key that differs); the other candidates then train on its data build.
 
 Each candidate (a demo profile of ``scripts/demo.py``: its data build, SFT recipe and model) gets the same data
 (built once) and the same SFT budget (steps, batch, learning rate and schedule, LoRA rank, sequence cap: the
@@ -33,7 +37,7 @@ MODELS = module_at(ROOT / "scripts" / "demo.py", "gnt_demo").MODELS
 #: The budget every candidate gets, on top of its own recipe (the demo's SFT budget).
 SFT_BUDGET = ("max_steps=60", "save_steps=60", "per_device_train_batch_size=8", "learning_rate=1e-3",
               "lr_scheduler_type=cosine", "lora_r=16", "lora_alpha=32", "max_length=384", "report_to=none",
-              "share_prompt_prefix=true")
+              "share_prompt_prefix=true", "balance_label_batches=true", "decision_token_weight=5.0")
 EVAL = ("split=dev", "langs=it,es", "configs=None", "shots=0", "templated_rows=true", "preference=false",
         "steps=grid,judge", "judge.judge=lexical", "max_new_tokens=96")
 
@@ -68,15 +72,47 @@ def _figures(folder: Path) -> dict[str, Any]:
     }
 
 
+def _reusable(run: Path) -> Path:
+    """The data folder a trained run used, or refuse it when its recorded recipe differs from the budget."""
+    record = read_json(run / "gnt_run.json")
+    if record.get("status") != "completed":
+        raise SystemExit(f"--trained {run}: its run did not complete")
+    recipe = record.get("recipe") or {}
+    for assignment in SFT_BUDGET:
+        key, value = assignment.split("=", 1)
+        if key in ("report_to", "save_steps"):
+            continue
+        recorded = recipe.get(key)
+        if str(recorded).lower() != value.lower() and not _same_number(recorded, value):
+            raise SystemExit(f"--trained {run}: {key} is {recorded!r}, the budget says {value}")
+    print(f"reusing {run}: its recipe matches the budget")
+    return Path(record["data_dir"])
+
+
+def _same_number(recorded: Any, value: str) -> bool:
+    try:
+        return float(recorded) == float(value)
+    except (TypeError, ValueError):
+        return False
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="gemma,smollm")
     parser.add_argument("--out", default=str(ROOT / "outputs" / "bench-models"))
+    parser.add_argument("--trained", action="append", default=[], metavar="MODEL=RUN",
+                        help="reuse an SFT run of this budget instead of training MODEL again")
     args = parser.parse_args(argv)
+    trained_runs = dict(item.split("=", 1) for item in args.trained)
     out = Path(args.out)
     names = args.models.split(",")
     python = sys.executable
     data = out / "data"
+    reused_data = {_reusable(Path(run)) for run in trained_runs.values()}
+    if len(reused_data) > 1:
+        raise SystemExit(f"--trained runs used different data builds: {sorted(map(str, reused_data))}")
+    if reused_data:  # every candidate trains and is scored on the reused runs' build (its dev rows held out)
+        data = reused_data.pop()
     seconds: dict[str, float] = {}
     builds = {MODELS[name].build for name in names}
     if len(builds) != 1:
@@ -86,8 +122,11 @@ def main(argv: list[str] | None = None) -> dict:
     models: dict[str, Any] = {}
     for name in names:
         run = out / "runs" / name
-        seconds[f"{name}_sft"] = _run([python, "train/sft.py", MODELS[name].sft, f"data_dir={data}",
-                                       f"output_dir={run}", *SFT_BUDGET])
+        if name in trained_runs:
+            run = Path(trained_runs[name])
+        else:
+            seconds[f"{name}_sft"] = _run([python, "train/sft.py", MODELS[name].sft, f"data_dir={data}",
+                                           f"output_dir={run}", *SFT_BUDGET])
         results = out / "eval" / name
         seconds[f"{name}_eval"] = _run([python, "eval/evaluate.py", MODELS[name].eval, f"runs={run}",
                                         f"out_dir={results}", *EVAL])
@@ -100,7 +139,7 @@ def main(argv: list[str] | None = None) -> dict:
              f"{100 * m[stage]['adequate']['value']:.0f}%", "") for name, m in models.items()
             for stage in ("base", "trained")]
     figures = {"models": models, "best": best, "sft_budget": list(SFT_BUDGET), "eval": list(EVAL),
-               "seconds": seconds}
+               "seconds": seconds, "reused_sft_runs": trained_runs}
     goals = {"default demo model": "the candidate with the highest chrF++ on dev after the same SFT budget"}
     return conclude("compare_models", f"candidates after the same SFT budget (best: {best})", rows, figures, goals)
 

@@ -54,6 +54,9 @@ class DemoProfile:
     sft: str
     dpo: str
     eval: str
+    evaluate: str = "every"
+    """Which trained checkpoints the evaluation scores beside the base: ``every`` (SFT and DPO) or ``final`` (DPO
+    only: on 2 CPU cores each Gemma checkpoint costs minutes of generation, and the goals are final vs base)."""
 
 
 MODELS = {
@@ -63,7 +66,7 @@ MODELS = {
     # path on the 4-shot cells of all languages.
     "gemma": DemoProfile(
         ("langs=it,es", "train_configs=None,S", "train_shots=0", "templated_pairs=600"),
-        "recipes/gemma270m.yaml", "recipes/gemma270m-dpo.yaml", "recipes/eval-gemma270m.yaml",
+        "recipes/gemma270m.yaml", "recipes/gemma270m-dpo.yaml", "recipes/eval-gemma270m.yaml", "final",
     ),
     "smollm": DemoProfile(
         ("langs=it,es", "train_configs=None,S", "train_shots=0", "templated_pairs=600"),
@@ -91,6 +94,9 @@ class DemoOptions:
     steps: list[Literal[STEPS]] = field(default_factory=lambda: list(STEPS), metadata={  # type: ignore[valid-type]
         "help": f"the steps to run, a subset of {','.join(STEPS)}"})
     dry_run: bool = field(default=False, metadata={"help": "print the commands without running them"})
+    evaluate: Literal["final", "every"] | None = field(default=None, metadata={
+        "help": "score the final (DPO) checkpoint only, or every stage's (SFT and DPO), beside the base (null: the "
+                "model's default: final for gemma, every for smollm and tiny)"})
     sft: dict = _step("sft")
     dpo: dict = _step("dpo")
     eval: dict = _step("eval")
@@ -117,10 +123,14 @@ def _assignments(overrides: dict) -> list[str]:
 
 @dataclass
 class StepCost:
-    """What one step took: wall seconds and the peak resident memory of its process tree."""
+    """What one step took: wall seconds, CPU seconds (user + system, of the step and the processes it waited for)
+    and the peak resident memory. CPU seconds do not grow when other work shares the cores, wall seconds do: the
+    load average when the step started says which to trust."""
 
     seconds: float
     peak_rss_mb: float | None
+    cpu_seconds: float | None = None
+    load_at_start: float | None = None
 
 
 def run(command: list[str], title: str, dry_run: bool = False) -> StepCost:
@@ -132,6 +142,7 @@ def run(command: list[str], title: str, dry_run: bool = False) -> StepCost:
     print(f"\n=== {title}\n$ {shlex.join(command)}", flush=True)
     if dry_run:
         return StepCost(0.0, None)
+    load = round(os.getloadavg()[0], 2)
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
@@ -145,8 +156,9 @@ def run(command: list[str], title: str, dry_run: bool = False) -> StepCost:
         print(f"\ndemo: step '{title}' failed with exit status {process.returncode}", file=sys.stderr)
         sys.exit(process.returncode)
     peak = round(usage.ru_maxrss / 1024, 1)  # kB on Linux
-    print(f"--- {title}: {seconds:.0f} s, peak memory {peak:.0f} MB", flush=True)
-    return StepCost(round(seconds, 1), peak)
+    cpu = round(usage.ru_utime + usage.ru_stime, 1)
+    print(f"--- {title}: {seconds:.0f} s ({cpu:.0f} CPU s), peak memory {peak:.0f} MB", flush=True)
+    return StepCost(round(seconds, 1), peak, cpu, load)
 
 
 def _run(call: Call) -> int:
@@ -156,6 +168,7 @@ def _run(call: Call) -> int:
     data, sft, dpo, results = out / "data", out / "runs" / "sft", out / "runs" / "dpo", out / "eval"
     profile = MODELS[args.model]
     py = sys.executable
+    evaluate = args.evaluate or profile.evaluate
     timings: dict[str, StepCost] = {}
 
     if "data" in steps:
@@ -173,7 +186,8 @@ def _run(call: Call) -> int:
         )
     if any(step in EVAL_STEPS for step in steps):
         timings["evaluation"] = run(
-            [py, "eval/evaluate.py", profile.eval, f"runs={sft},{dpo}", f"out_dir={results}",
+            [py, "eval/evaluate.py", profile.eval, f"runs={dpo}" if evaluate == "final" else f"runs={sft},{dpo}",
+             f"out_dir={results}",
              *eval_arguments(steps, args)],
             f"evaluation: the steps of {profile.eval} over the base model and every checkpoint", args.dry_run,
         )
@@ -184,7 +198,9 @@ def _run(call: Call) -> int:
     peak = max((cost.peak_rss_mb or 0.0 for cost in timings.values()), default=0.0)
     write_json(out / DEMO_RECORD, {
         "model": args.model, "steps": {name: asdict(cost) for name, cost in timings.items()},
-        "seconds_total": round(total, 1), "peak_rss_mb": peak, "environment": environment_record(),
+        "seconds_total": round(total, 1), "peak_rss_mb": peak,
+        "cpu_seconds_total": round(sum(cost.cpu_seconds or 0.0 for cost in timings.values()), 1),
+        "environment": environment_record(),
     })
     print("\n=== demo finished")
     for name, cost in timings.items():

@@ -30,6 +30,14 @@ def test_keys_and_step_overrides_reach_the_commands() -> None:
     assert "templated.pairs_per_lang=2" in evaluation
 
 
+def test_the_gemma_demo_scores_its_final_checkpoint_unless_asked_for_every_stage() -> None:
+    final = commands(demo("out_dir=o", "steps=eval", "dry_run=true"))[0]
+    assert "recipes/eval-gemma270m.yaml runs=o/runs/dpo out_dir=o/eval" in final
+    every = commands(demo("out_dir=o", "steps=eval", "evaluate=every", "dry_run=true"))[0]
+    assert "runs=o/runs/sft,o/runs/dpo" in every
+    assert "runs=o/runs/sft,o/runs/dpo" in commands(demo("model=tiny", "out_dir=o", "steps=eval", "dry_run=true"))[0]
+
+
 def test_old_flags_are_synonyms() -> None:
     new = demo("model=tiny", "sft.max_steps=3", "dry_run=true")
     old = demo("--model", "tiny", "--set", "sft:max_steps=3", "--dry-run")

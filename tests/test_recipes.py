@@ -131,6 +131,10 @@ def test_a_missing_recipe_is_named(tmp_path: Path) -> None:
     ("dpo", "output_dir: out\ndata_dir: d\nbf16: false\n", [], "'sft_adapter' is required"),
     ("dpo", "output_dir: out\ndata_dir: d\nbf16: false\n", [("sft_adapter", "s"), ("lora_r", "4")],
      "lora_r: DPO continues training the SFT adapter"),
+    ("dpo", "output_dir: out\ndata_dir: d\nbf16: false\n", [("sft_adapter", "s"), ("pair_kinds", "[label_desicion]")],
+     "pair_kinds: .*give a non-empty list of setn_neutral_vs_gendered"),
+    ("dpo", "output_dir: out\ndata_dir: d\nbf16: false\n", [("sft_adapter", "s"), ("pair_kinds", "[]")],
+     "pair_kinds: \\[\\]: give a non-empty list"),
 ])
 def test_required_and_refused_keys(tmp_path: Path, stage: str, text: str, overrides: list, message: str) -> None:
     recipe = tmp_path / "r.yaml"

@@ -136,7 +136,7 @@ def test_images_exist_and_are_valid_pngs(built: tuple[Path, Path]) -> None:
     _, report = built
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report.read_text(encoding="utf-8"))
     names = {Path(link).name for link in links}
-    assert {"fig3_label_vs_gnt.png", "fig4_coherence.png", "fig5_setn_by_config.png",
+    assert {"decision.png", "fig3_label_vs_gnt.png", "fig4_coherence.png", "fig5_setn_by_config.png",
             "learning_curves_sft.png", "deltas_plain.png", "parts_top10.png"} <= names
     for link in links:
         path = report.parent / link

@@ -11,7 +11,8 @@ import torch
 from _training_helpers import RECIPES, tiny_overrides
 
 from gnt.cli.train import DPO, SFT
-from gnt.data.errors import DataErrors
+from gnt.data.errors import DataError, DataErrors
+from gnt.output_format import label_of
 from gnt.training.config import TrainingError
 from gnt.training.data import fit_rows, fits, load_training_data, read_rows, select_rows
 from gnt.training.resume import last_complete_checkpoint, resume_checkpoint
@@ -222,6 +223,27 @@ def test_rows_longer_than_max_length_are_dropped_not_truncated(tokenizer, traini
     assert set(data.entry_ids) == set(manifest["ids"]["train"]) | set(manifest["ids"]["dev"])
     with pytest.raises(TrainingError, match="longer than max_length=8"):
         load_training_data(training_data_dir, "sft", tokenizer=tokenizer, system_role=True, max_length=8)
+
+
+def test_pair_kinds_keep_only_those_preference_pairs(tokenizer, training_data_dir: Path, tmp_path: Path) -> None:
+    path = training_data_dir / "dpo" / "train.jsonl"
+    kinds = [json.loads(line)["kind"] for line in path.read_text().splitlines()]
+    assert "label_decision" in kinds and len(set(kinds)) > 1
+    decision = read_rows(path, "dpo", ["label_decision"])
+    assert len(decision) == kinds.count("label_decision")
+    assert all(set(row) <= {"prompt", "chosen", "rejected", "cell"} for row in decision)
+    # a label_decision pair differs in its label line alone: the translation after it is the same
+    assert all(row["chosen"][0]["content"].split("[", 1)[1] == row["rejected"][0]["content"].split("[", 1)[1]
+               and label_of(row["chosen"][0]["content"]) != label_of(row["rejected"][0]["content"])
+               for row in decision)
+    data = load_training_data(training_data_dir, "dpo", tokenizer=tokenizer, system_role=True, max_length=None,
+                              pair_kinds=["label_decision", "label_coherence"])
+    assert data.counts["train"]["file_rows"] == kinds.count("label_decision") + kinds.count("label_coherence")
+    other = tmp_path / "coherence.jsonl"
+    other.write_text("".join(line + "\n" for line in path.read_text().splitlines()
+                             if json.loads(line)["kind"] == "label_coherence"))
+    with pytest.raises(DataError, match="no rows of the kinds label_decision"):
+        read_rows(other, "dpo", ["label_decision"])
 
 
 def test_resume_skips_incomplete_checkpoints(tmp_path: Path) -> None:

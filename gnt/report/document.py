@@ -299,6 +299,10 @@ def _preference_kind_section(results: Results, bootstrap: BootstrapSettings, dat
 def _figure_section(results: Results, figures: dict[str, Any]) -> list[Block]:
     blocks: list[Block] = [Heading(2, "The paper's views", "views")]
     captions = {
+        "decision": ("The decision — label balanced accuracy and macro-F1",
+                     "Bars: each model's label balanced accuracy (mean of Set-G and Set-N label accuracy) and "
+                     "macro-F1; dashed lines: what the best constant label scores. A model at or under the dashed "
+                     "line is not deciding, whatever its label accuracy on one set."),
         "fig3_label_vs_gnt": ("Fig. 3 — label vs GNT accuracy by set and language",
                               "Solid bars: label accuracy; hatched: GNT accuracy (the translation is neutral on Set-N, "
                               "gendered on Set-G). A label bar well above its GNT bar on Set-N means the model says "
@@ -314,7 +318,7 @@ def _figure_section(results: Results, figures: dict[str, Any]) -> list[Block]:
         if path:
             blocks.append(Image(path, title, caption))
         else:
-            needs = "judge" if key != "fig3_label_vs_gnt" else "metrics"
+            needs = "judge" if key not in ("fig3_label_vs_gnt", "decision") else "metrics"
             blocks.append(Para(f"Not drawn: {needs} not run for any model.", "note"))
     blocks.append(Heading(2, "Learning curves", "curves"))
     curves = figures.get("learning_curves") or []

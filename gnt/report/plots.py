@@ -1,5 +1,7 @@
 """The report's figures as PNG (matplotlib, Agg backend: no display needed, safe on a headless training node).
 
+- :func:`plot_decision` — the recognition decision: label balanced accuracy and macro-F1 per model and language,
+  beside the best constant label's scores (a model that always answers one label scores 50% balanced accuracy).
 - :func:`plot_label_vs_gnt` — the paper's Fig. 3: label accuracy vs GNT accuracy by set, per language and model.
   The gap between the two on Set-N is the finding the project exists to close (right label, gendered text).
 - :func:`plot_coherence` — Fig. 4: label–translation coherence split by generated label.
@@ -93,6 +95,48 @@ def _languages(results: Results, metric_keys: Sequence[str]) -> list[str]:
     wanted = {m for key in metric_keys for m in COLUMN[key].metric}
     return [lang for lang in results.languages
             if any(r.metric in wanted and r.lang == lang and r.scope == "language" for r in results.metrics)]
+
+
+def _constant_label(results: Results, lang: str | None) -> dict | None:
+    """The best constant label's scores for one language (None: all languages), from the metrics blocks."""
+    model = results.base or (results.models[0] if results.models else None)
+    metrics = (model.metrics or {}) if model else {}
+    block = ((metrics.get("languages") or {}).get(lang) if lang else metrics.get("overall")) or {}
+    baselines = block.get("label_baselines")
+    return baselines if baselines and baselines.get("balanced_accuracy") is not None else None
+
+
+def plot_decision(results: Results, path: str | Path) -> Path | None:
+    """Label balanced accuracy and macro-F1 per model, per language and over all, with the constant-label lines."""
+    langs = _languages(results, ["label_bal"])
+    if not langs:
+        return None
+    panels: list[str | None] = [None, *langs] if len(langs) > 1 else langs
+    rows, cols = _grid(len(panels), max_cols=3)
+    width = max(4.5, 1.0 * len(results.models) + 2.5)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 3.6 * rows + 0.9), squeeze=False, sharey=True,
+                             layout="constrained")
+    groups = [model_label(m) for m in results.models]
+    spec = [("Label balanced accuracy", "label_bal", {"color": "#2ca02c"}),
+            ("Label macro-F1", "label_f1", {"color": "#98df8a", "hatch": "//", "edgecolor": "#2ca02c"})]
+    for index, lang in enumerate(panels):
+        ax = axes[index // cols][index % cols]
+        scope = "language" if lang else "overall"
+        _bars(ax, groups, [(label, [_stat(results, m.name, scope, lang, COLUMN[key]) for m in results.models], style)
+                           for label, key, style in spec])
+        baseline = _constant_label(results, lang)
+        if baseline is not None:
+            ax.axhline(baseline["balanced_accuracy"] * 100, color="black", linestyle="--", linewidth=1,
+                       label=f"best constant label ({baseline['label']}): balanced accuracy")
+            if baseline.get("macro_f1") is not None:
+                ax.axhline(baseline["macro_f1"] * 100, color="grey", linestyle=":", linewidth=1,
+                           label="best constant label: macro-F1")
+        ax.set_title(LANG_NAMES.get(lang, lang) if lang else "all languages")
+        ax.set_ylabel("%")
+    for index in range(len(panels), rows * cols):
+        axes[index // cols][index % cols].set_axis_off()
+    fig.suptitle("The decision: GENDERED where the source states a gender, NEUTRAL where it does not (95% CI)")
+    return _finish(fig, Path(path), axes[0][0], ncol=2)
 
 
 def plot_label_vs_gnt(results: Results, path: str | Path) -> Path | None:
@@ -251,6 +295,9 @@ def plot_learning_curves(results: Results, directory: str | Path) -> list[Path]:
                 if lang is None:
                     ax.fill_between(xs, [p[1][1] * scale for p in points], [p[1][2] * scale for p in points],
                                     color="grey", alpha=0.2, label="all languages 95% CI")
+            if key == "label_bal" and (constant := _constant_label(results, None)) is not None:
+                ax.axhline(constant["balanced_accuracy"] * 100, color="black", linestyle="-.", linewidth=1,
+                           label="best constant label")
             if base is not None and not start:
                 stat = _stat(results, base.name, "overall", None, column)
                 if stat is not None:
@@ -286,6 +333,7 @@ def all_figures(results: Results, directory: str | Path) -> dict[str, Path | lis
     """Draw every figure into ``directory``; None for a figure whose data is missing."""
     directory = Path(directory)
     return {
+        "decision": plot_decision(results, directory / "decision.png"),
         "fig3_label_vs_gnt": plot_label_vs_gnt(results, directory / "fig3_label_vs_gnt.png"),
         "fig4_coherence": plot_coherence(results, directory / "fig4_coherence.png"),
         "fig5_setn_by_config": plot_setn_by_config(results, directory / "fig5_setn_by_config.png"),

@@ -89,6 +89,12 @@ class DPOProjectArgs(ProjectArgs):
         metadata={"help": "SFT adapter to start from and to use as the frozen reference: an SFT run's output "
                   "directory or one of its checkpoint-N folders (required)."},
     )
+    pair_kinds: list[str] | None = field(
+        default=None,
+        metadata={"help": "Train on these preference-pair kinds only (null: every kind data/build.py wrote). "
+                  "label_decision pairs differ in the label alone (same correct translation), so they train the "
+                  "recognition decision without moving the translation; see docs/recipes.md for every kind."},
+    )
 
 
 DPO_FIXED_KEYS = {
@@ -273,6 +279,14 @@ def _check_ranges(values: dict[str, Any], where: str) -> None:
                                          for m in modules):
         raise RecipeError(f"{where}: lora_target_modules: {modules}: give module names (q_proj, v_proj, ...) or "
                           "all-linear")
+    kinds = values.get("pair_kinds")
+    if kinds is not None:
+        from gnt.data.training_rows import DPO_KINDS
+
+        unknown = [k for k in kinds if k not in DPO_KINDS] if isinstance(kinds, list) else [kinds]
+        if unknown or not kinds:
+            raise RecipeError(f"{where}: pair_kinds: {kinds}: give a non-empty list of {', '.join(DPO_KINDS)} (or "
+                              "null for every kind)")
     weight = values.get("decision_token_weight")
     if isinstance(weight, (int, float)) and weight <= 0:
         raise RecipeError(f"{where}: decision_token_weight: {weight}: give a positive weight (1 weighs the decision "

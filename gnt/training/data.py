@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,9 +75,14 @@ def _check_messages(value: Any, name: str, path: Path, line: int) -> DataError |
     return None
 
 
-def read_rows(path: Path, stage: str) -> list[dict]:
-    """All rows of a JSONL file, reduced to the stage's fields; DataErrors name the file, line and field."""
-    fields = FIELDS[stage]
+KIND_FIELD = "kind"
+"""The column naming a preference pair's kind (gnt.data.training_rows.DPO_KINDS), read when ``pair_kinds`` is set."""
+
+
+def read_rows(path: Path, stage: str, kinds: Sequence[str] | None = None) -> list[dict]:
+    """All rows of a JSONL file (of the given pair ``kinds`` only, when set), reduced to the stage's fields;
+    DataErrors name the file, line and field."""
+    fields = FIELDS[stage] if kinds is None else (*FIELDS[stage], KIND_FIELD)
     rows, errors = [], []
     for line, record in json_object_lines(path):
         if len(errors) >= MAX_REPORTED_ERRORS:
@@ -94,18 +100,20 @@ def read_rows(path: Path, stage: str) -> list[dict]:
                 )
             )
             continue
-        problem = next((p for f in fields if (p := _check_messages(record[f], f, path, line))), None)
+        problem = next((p for f in FIELDS[stage] if (p := _check_messages(record[f], f, path, line))), None)
         if problem:
             errors.append(problem)
             continue
-        row = {f: record[f] for f in fields}
+        if kinds is not None and record[KIND_FIELD] not in kinds:
+            continue
+        row = {f: record[f] for f in FIELDS[stage]}
         if isinstance(record.get(GROUP_FIELD), str):
             row[GROUP_FIELD] = record[GROUP_FIELD]
         rows.append(row)
     if errors:
         raise errors[0] if len(errors) == 1 else DataErrors(errors)
     if not rows:
-        raise DataError("no rows", path)
+        raise DataError("no rows" if kinds is None else f"no rows of the kinds {', '.join(kinds)}", path)
     return rows
 
 
@@ -164,6 +172,7 @@ def load_training_data(
     max_eval_samples: int | None = None,
     seed: int = 0,
     with_dev: bool = True,
+    pair_kinds: Sequence[str] | None = None,
 ) -> TrainingData:
     """Read, validate, adapt and filter a stage's rows; raise TrainingError/DataError(s) with the fix to apply."""
     path = check_data_dir(data_dir, stage)
@@ -179,7 +188,7 @@ def load_training_data(
         if split == "dev" and (not with_dev or not files["dev"].is_file()):
             splits[split] = []
             continue
-        rows = read_rows(files[split], stage)
+        rows = read_rows(files[split], stage, pair_kinds)
         total = len(rows)
         rows, dropped = select_rows(fit_rows(rows, system_role), stage, tokenizer, max_length, limit, seed)
         counts[split] = {"file_rows": total, "dropped_too_long": dropped, "used": len(rows)}

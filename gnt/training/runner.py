@@ -195,6 +195,7 @@ def _prepare(plugin: StagePlugin, setup: TrainSetup, lock: RunLock | None) -> Pr
         system_role=_system_role(project.system_role, tokenizer), max_length=args.max_length,
         max_train_samples=project.max_train_samples, max_eval_samples=project.max_eval_samples, seed=args.seed,
         with_dev=str(getattr(args.eval_strategy, "value", args.eval_strategy)) != "no",
+        pair_kinds=getattr(project, "pair_kinds", None),
     )
     for split, count in data.counts.items():
         if count["dropped_too_long"]:
