@@ -1,1 +1,0 @@
-"""Data: mGeNTE entries, loading and validation, splits, SFT/DPO builders, templated inputs."""

@@ -1,1 +1,0 @@
-"""Generation backends behind one interface: transformers (CPU/small GPU), vLLM (GPU), OpenAI-compatible HTTP."""

@@ -1,1 +1,0 @@
-"""The translation prompt grid shared by training and evaluation (docs/prompt-grid.md)."""
