@@ -394,3 +394,36 @@ def test_a_recorded_stage_and_step_are_read_as_written_not_guessed(tmp_path) -> 
     legacy = ModelResult(name="myrun/checkpoint-9", directory=tmp_path,
                          record={**record, "format": "gnt-align/eval-record/1", "global_step": None})
     assert (legacy.stage, legacy.global_step) == ("myrun", 9)  # an old record: read from its folder's name
+
+
+def _staged_model(tmp_path: Path, name: str, stage: str, step: int, set_n_label: str) -> object:
+    """A model of ``stage`` that gets every Set-G label right and answers ``set_n_label`` on every Set-N row."""
+    from gnt.report.collect import ModelResult
+
+    rows = []
+    for set_name in ("Set-G", "Set-N"):
+        for r in range(30):
+            label = "GENDERED" if set_name == "Set-G" else set_n_label
+            rows.append({"lang": "it", "id": f"{set_name}-{r}", "cell": "it/None/0", "key": f"{name}-{set_name}-{r}",
+                         "set": set_name, "label": label, "error": None, "chrf": 50.0})
+    record = {"format": "gnt-align/eval-record/2", "step": "grid", "stage": stage, "global_step": step,
+              "kind": "base" if stage == "base" else "checkpoint", "model": {"name": name}}
+    return ModelResult(name=name, directory=tmp_path / name, record=record, generations=rows)
+
+
+def test_a_later_stage_that_loses_the_decision_is_said_in_words(tmp_path: Path) -> None:
+    from gnt.report.collect import Results
+    from gnt.report.document import meaning_warnings
+
+    base = _staged_model(tmp_path, "base", "base", 0, "GENDERED")
+    sft = _staged_model(tmp_path, "sft/checkpoint-60", "sft", 60, "NEUTRAL")
+    dpo = _staged_model(tmp_path, "dpo/checkpoint-10", "dpo", 10, "GENDERED")
+    results = Results(tmp_path, {}, [base, sft, dpo], [], [], {})
+    warnings = [w for w in meaning_warnings(results) if w.startswith("Stage regression")]
+    assert len(warnings) == 1
+    assert "`dpo/checkpoint-10` (dpo) loses label balanced accuracy against `sft/checkpoint-60` (sft)" in warnings[0]
+    assert "-50.0 points" in warnings[0]
+    # the same DPO labels as the SFT's: no sentence
+    kept = _staged_model(tmp_path, "dpo/checkpoint-10", "dpo", 10, "NEUTRAL")
+    assert not [w for w in meaning_warnings(Results(tmp_path, {}, [base, sft, kept], [], [], {}))
+                if w.startswith("Stage regression")]

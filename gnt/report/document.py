@@ -13,6 +13,7 @@ the sample browser; leakage status and the run records that make every number tr
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -24,6 +25,7 @@ from gnt.report.blocks import Block, Details, Document, Heading, Image, Para, Pr
 from gnt.report.collect import ModelResult, Results, row_key
 from gnt.report.config import ReportConfig
 from gnt.report.plots import all_figures, headline_shots, model_label
+from gnt.report.significance import compare, holm
 from gnt.report.tables import (
     COLUMNS,
     TEMPLATED_COLUMNS,
@@ -271,6 +273,45 @@ def meaning_warnings(results: Results) -> list[str]:
                 f"reach chrF++ {adequacy.get('threshold', ADEQUACY_THRESHOLD):g} against any reference ({because}). "
                 "Its GNT accuracy over all outputs is therefore mostly not about translations; read the "
                 "adequate-only column")
+    out += stage_regressions(results)
+    return out
+
+
+REGRESSION_METRICS: tuple[tuple[str, str | None, str], ...] = (
+    ("label_balanced_accuracy", None, "label balanced accuracy"),
+    ("gnt_accuracy_adequate", "Set-N", "Set-N GNT accuracy among adequate translations"),
+    ("chrf", None, "chrF++"),
+)
+"""What a later training stage must not lose against the stage before it without the report saying so."""
+
+
+def stage_regressions(results: Results) -> list[str]:
+    """Sentences for each training stage whose last checkpoint is significantly worse than the previous stage's
+    last checkpoint (the base counts as the stage before the first), on the same rows, Holm-adjusted over these
+    tests: DPO can undo what SFT taught, and a headline table that marks each model against the base alone does
+    not show it."""
+    last_of_stage: dict[str, ModelResult] = {}
+    for model in results.models:
+        if not model.failed:
+            last_of_stage[model.stage] = model  # models are ordered base, then by stage and step
+    bootstrap = results.bootstrap.paired()
+    tests = []
+    for before, after in itertools.pairwise(last_of_stage.values()):
+        for name, group, title in REGRESSION_METRICS:
+            test = compare(before, after, (name, group), None, bootstrap=bootstrap)
+            if test is not None:
+                tests.append((before, after, name, title, test))
+    adjusted = holm([test.p_value for *_, test in tests])
+    out = []
+    for (before, after, name, title, test), p_value in zip(tests, adjusted, strict=True):
+        if test.delta >= 0 or p_value >= bootstrap.alpha:
+            continue
+        scale = 1.0 if name == "chrf" else 100.0
+        out.append(
+            f"Stage regression: `{after.name}` ({after.stage}) loses {title} against `{before.name}` "
+            f"({before.stage}): {scale * test.delta:+.1f} points, 95% CI [{scale * test.lo:+.1f}, "
+            f"{scale * test.hi:+.1f}], Holm-adjusted p = {p_value:.3f} over {test.n_pairs} matched outputs. The "
+            "later stage undid part of what the earlier one reached")
     return out
 
 
@@ -394,7 +435,6 @@ def _templated_section(results: Results, figures: Path, data: dict) -> list[Bloc
 
 def _templated_vs_base(results: Results, data: dict) -> list[Block]:
     """N_amb and ΔN of every checkpoint against the base, paired over the same suite pairs (Holm-adjusted)."""
-    from gnt.report.significance import holm
     from gnt.templated_suite.paired import STATISTICS, paired_suite_test
 
     base = results.base
