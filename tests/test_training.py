@@ -369,3 +369,17 @@ def test_dpo_over_a_corrupt_sft_adapter_is_one_error_line(tmp_path: Path, traini
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith(f"error: sft_adapter: {sft / 'adapter_model.safetensors'} is unreadable")
     assert "Traceback" not in "\n".join(err)
+
+
+def test_a_recipe_callback_is_loaded_by_its_import_path_and_a_bad_one_is_a_recipe_error(monkeypatch) -> None:
+    from gnt.recipe import RecipeError
+    from gnt.training.callbacks import load_callback, standard_callbacks
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "hooks"))
+    callbacks = standard_callbacks(dict, None, ["crash_after_save:CrashAfterSaveCallback"])
+    assert type(callbacks[-1]).__name__ == "CrashAfterSaveCallback"
+    assert type(load_callback("crash_after_save.CrashAfterSaveCallback")).__name__ == "CrashAfterSaveCallback"
+    for path, says in [("crash_after_save:Nope", "cannot import"), ("no_such_module_xyz:Cb", "cannot import"),
+                       ("Callback", "not an import path"), ("collections:OrderedDict", "not a transformers")]:
+        with pytest.raises(RecipeError, match=says):
+            load_callback(path)

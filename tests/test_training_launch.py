@@ -26,6 +26,9 @@ from safetensors.torch import load_file
 
 from gnt.paths import PROJECT_ROOT
 
+HOOKS = Path(__file__).parent / "hooks"
+"""Test-only trainer callbacks, loaded through the recipe key ``callbacks``."""
+
 pytestmark = pytest.mark.slow
 CHECKPOINT_FILES = ("adapter_config.json", "adapter_model.safetensors", "tokenizer.json", "tokenizer_config.json",
                     "trainer_state.json", "gnt_run.json")
@@ -56,7 +59,9 @@ def chain(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, traini
     sft_dir, dpo_dir = root / "runs" / "tiny-sft", root / "runs" / "tiny-dpo"
     sft_command = [*one, "train/sft.py", str(RECIPES / "tiny.yaml"),
                    *tiny_overrides(tiny_model_dir, training_data_dir, sft_dir, "max_steps=4", "save_steps=2")]
-    killed = run(sft_command, {**env, "GNT_TEST_CRASH_AFTER_SAVE": "1:kill"}, root / "sft-killed.log")
+    crash = {"GNT_TEST_CRASH_AFTER_SAVE": "1:kill", "PYTHONPATH": str(HOOKS)}  # the recipe's own callback
+    killed = run([*sft_command, "callbacks=crash_after_save:CrashAfterSaveCallback"], {**env, **crash},
+                 root / "sft-killed.log")
     first_checkpoint = (sft_dir / "checkpoint-2" / "adapter_model.safetensors").stat().st_mtime_ns
     sft = run(sft_command, env, root / "sft.log").check()
     dpo = run([*one, "train/dpo.py", str(RECIPES / "tiny-dpo.yaml"), f"sft_adapter={sft_dir}",

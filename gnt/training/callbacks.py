@@ -1,27 +1,19 @@
-"""Trainer callbacks: the run record in every checkpoint, per-rank progress lines, and a crash hook for tests.
+"""Trainer callbacks: the run record in every checkpoint, per-rank progress lines, and the recipe's own extra ones.
 
 ``on_save`` runs on every rank after the checkpoint is written; only the world's process zero writes files.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from transformers import TrainerCallback
 
+from gnt.recipe import RecipeError
 from gnt.training.run_record import checkpoint_record, write_run_record
 from gnt.training.world import say
-
-CRASH_ENV = "GNT_TEST_CRASH_AFTER_SAVE"
-"""Test hook: right after the N-th checkpoint save, raise :class:`SimulatedCrash` (``N``) or SIGKILL this process
-(``N:kill``, what a preemption or the OOM killer does). Unset in normal runs."""
-
-
-class SimulatedCrash(RuntimeError):
-    """Raised by :class:`CrashAfterSaveCallback`; never in normal runs."""
 
 
 class RunRecordCallback(TrainerCallback):
@@ -55,32 +47,32 @@ class RankProgressCallback(TrainerCallback):
         return control
 
 
-class CrashAfterSaveCallback(TrainerCallback):
-    """Crash after the N-th save when ``GNT_TEST_CRASH_AFTER_SAVE`` says so (resume tests); inert otherwise."""
-
-    def __init__(self) -> None:
-        count, _, mode = os.environ.get(CRASH_ENV, "").partition(":")
-        self.after = int(count) if count.isdigit() else 0
-        self.kill = mode == "kill"
-        self.saves = 0
-
-    def on_save(self, args, state, control, **kwargs):
-        if self.after:
-            self.saves += 1
-            if self.saves >= self.after:
-                if self.kill:
-                    say(f"{CRASH_ENV}: killing this process after checkpoint-{state.global_step}", all_ranks=True)
-                    os.kill(os.getpid(), signal.SIGKILL)
-                raise SimulatedCrash(f"{CRASH_ENV}: simulated crash after checkpoint-{state.global_step}")
-        return control
+def load_callback(path: str) -> TrainerCallback:
+    """A recipe's extra callback from its import path (``package.module:Class`` or ``package.module.Class``),
+    built without arguments; a path that does not name a TrainerCallback is a recipe error naming it."""
+    module_name, sep, attribute = path.partition(":")
+    if not sep:
+        module_name, _, attribute = path.rpartition(".")
+    if not module_name or not attribute:
+        raise RecipeError(f"callbacks: {path!r} is not an import path (package.module:Class)")
+    try:
+        factory = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise RecipeError(f"callbacks: cannot import {path!r}: {exc}") from exc
+    callback = factory()
+    if not isinstance(callback, TrainerCallback):
+        raise RecipeError(f"callbacks: {path!r} built a {type(callback).__name__}, not a transformers TrainerCallback")
+    return callback
 
 
-def standard_callbacks(record: Callable[[], dict], eval_queue_dir: str | None = None) -> list[TrainerCallback]:
+def standard_callbacks(
+    record: Callable[[], dict], eval_queue_dir: str | None = None, extra: Sequence[str] = ()
+) -> list[TrainerCallback]:
     """The callbacks every gnt-align run uses, in order: the record is in a checkpoint before the evaluation queue
-    copies it, and both happen before a simulated crash."""
+    copies it, and both happen before the recipe's own ``callbacks`` (e.g. a test's simulated crash) run."""
     callbacks: list[TrainerCallback] = [RunRecordCallback(record)]
     if eval_queue_dir:
         from gnt.checkpoint_queue.callback import QueueCheckpointCallback
 
         callbacks.append(QueueCheckpointCallback(eval_queue_dir))
-    return [*callbacks, RankProgressCallback(), CrashAfterSaveCallback()]
+    return [*callbacks, RankProgressCallback(), *(load_callback(path) for path in extra)]

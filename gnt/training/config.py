@@ -58,6 +58,13 @@ class ProjectArgs(WandbSettings):
                   "pushes the decision towards one constant label; with share_prompt_prefix, within one prompt "
                   "cell (gnt.training.lean_forward.PromptGroupedSampler)."},
     )
+    callbacks: list[str] | None = field(
+        default=None,
+        metadata={"help": "Extra transformers TrainerCallbacks, as import paths `package.module:Class` (or "
+                  "`package.module.Class`), each built without arguments and run after the project's own (the run "
+                  "record is in a checkpoint before they see it). Your own code on your PYTHONPATH, imported as "
+                  "named: nothing is fetched."},
+    )
     share_prompt_prefix: bool = field(
         default=False,
         metadata={"help": "Batch rows of one prompt cell together and compute the prompt prefix they share "

@@ -208,7 +208,8 @@ def _prepare(plugin: StagePlugin, setup: TrainSetup, lock: RunLock | None) -> Pr
     run = PreparedRun(setup, base_model, sft_adapter, tokenizer, data, resume_from, is_main, guard=guard, lock=lock)
     try:
         _start_record(run)
-        run.trainer = plugin.build_trainer(run, standard_callbacks(lambda: run.record, setup.project.eval_queue_dir))
+        run.trainer = plugin.build_trainer(run, standard_callbacks(
+            lambda: run.record, setup.project.eval_queue_dir, setup.project.callbacks or ()))
         guard.check(tokenizer, run.trainer.model)
     except RecipeError:
         _abort(run, restore=True)
