@@ -34,6 +34,7 @@ from gnt.bootstrap import BootstrapSettings, recorded_bootstrap
 from gnt.filenames import (
     ATTRIBUTION_DIR,
     GENERATIONS,
+    JUDGE_VALIDATION,
     JUDGMENTS,
     METRICS,
     PREFERENCE,
@@ -389,20 +390,11 @@ def _read_result_json(path: Path) -> Any:
 
 
 def _run_record(model: ModelResult) -> dict | None:
-    """The training run record of a checkpoint: embedded in record.json, beside the adapter, or in its run folder."""
+    """The training run record of a checkpoint, as the sweep embedded it in record.json (``eval-record/2``)."""
+    if not model.recorded:
+        return _legacy_run_record(model)
     embedded = model.record.get("run_record")
-    embedded = embedded if isinstance(embedded, dict) else {}
-    candidates = []
-    if model.adapter_path:
-        candidates += [Path(model.adapter_path) / RUN_RECORD, Path(model.adapter_path).parent / RUN_RECORD]
-    if model.run_dir:
-        candidates.append(Path(model.run_dir) / RUN_RECORD)
-    candidates.append(model.directory / RUN_RECORD)
-    for candidate in candidates:
-        data = _read_json_or_none(candidate)
-        if isinstance(data, dict):
-            return {**data, **embedded}  # the file is complete; the evaluator's copy is what it saw
-    return embedded or None
+    return embedded if isinstance(embedded, dict) and embedded else None
 
 
 def _dict_or_none(path: Path) -> Any:
@@ -438,6 +430,24 @@ def read_model(directory: Path, name: str) -> ModelResult:
 # ---------------------------------------------------------------------------------- records before eval-record/2
 # A record.json of format eval-record/1 (or a folder without one) does not say the model's kind, stage or step;
 # they are read from what it holds instead, as they were before. Nothing else in this module guesses them.
+def _legacy_run_record(model: ModelResult) -> dict | None:
+    """An old record's run record: beside the adapter, in its run folder or its results folder, under what the
+    evaluator embedded."""
+    embedded = model.record.get("run_record")
+    embedded = embedded if isinstance(embedded, dict) else {}
+    candidates = []
+    if model.adapter_path:
+        candidates += [Path(model.adapter_path) / RUN_RECORD, Path(model.adapter_path).parent / RUN_RECORD]
+    if model.run_dir:
+        candidates.append(Path(model.run_dir) / RUN_RECORD)
+    candidates.append(model.directory / RUN_RECORD)
+    for candidate in candidates:
+        data = _read_json_or_none(candidate)
+        if isinstance(data, dict):
+            return {**data, **embedded}
+    return embedded or None
+
+
 def _legacy_is_base(model: ModelResult) -> bool:
     kind = model.described.get("kind")
     if kind is not None:
@@ -472,24 +482,14 @@ def _sort_key(model: ModelResult) -> tuple:
 
 
 def find_judge_validation(directory: Path) -> list[tuple[Path, dict]]:
-    """Judge validation reports anywhere under the results folder (the judge's trust figures).
+    """The judge validation report kept in the results folder (``judge_validation.json`` at its top), if any.
 
-    Found by name pattern, not by one fixed name: ``eval/judge.py validate`` writes its report wherever ``out``
-    says, so users keep them under names of their own. Their fields are the report's fixed headline keys
-    (:func:`gnt.report.tables.judge_validity`).
+    ``eval/judge.py validate`` writes its report wherever ``validation`` says (``outputs/judge-validation.json``
+    by default); a report kept under another name is named to the report (``judge_validation``), never searched
+    for. Its fields are the report's fixed headline keys (:func:`gnt.report.tables.judge_validity`).
     """
-    found = []
-    patterns = ("*judge*valid*.json", "validation*.json", "*validation.json")
-    seen: set[Path] = set()
-    for pattern in patterns:
-        for path in sorted(directory.rglob(pattern)):
-            if path in seen or "report" in path.relative_to(directory).parts[:1]:
-                continue
-            seen.add(path)
-            data = _read_json_or_none(path)
-            if isinstance(data, dict):
-                found.append((path, data))
-    return found
+    data = _read_result_json(directory / JUDGE_VALIDATION)
+    return [(directory / JUDGE_VALIDATION, data)] if isinstance(data, dict) else []
 
 
 def collect(results_dir: str | Path, judge_validation: Iterable[str | Path] = ()) -> Results:
