@@ -174,9 +174,19 @@ def test_tiny_cli_builds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     from gnt.models.tiny import main
 
     assert main([str(tmp_path / "out"), "--seed", "1", "--vocab-size", "1024"]) == 0
-    assert capsys.readouterr().out.strip() == str(tmp_path / "out")
+    assert capsys.readouterr().out.strip().splitlines()[-1] == str(tmp_path / "out")
     info = json.loads((tmp_path / "out" / "gnt_model.json").read_text())
     assert info["seed"] == 1 and info["tokenizer_size"] <= 1024
+
+
+def test_gnt_model_is_the_same_command_and_an_unknown_key_is_refused(tmp_path: Path, capsys) -> None:
+    from gnt.cli import main
+
+    assert main(["model", str(tmp_path / "out"), "model=tiny", "seed=2"]) == 0
+    assert json.loads((tmp_path / "out" / "gnt_model.json").read_text())["seed"] == 2
+    assert main(["model", str(tmp_path / "other"), "model=tiny", "sed=2"]) == 2
+    assert "seed" in capsys.readouterr().err  # the closest valid key
+    assert not (tmp_path / "other").exists()
 
 
 def test_missing_smollm_wheel_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -63,7 +63,10 @@ def ensure_gemma(cache_dir: Path | None = None) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return gguf.convert_command(GEMMA, argv)
+    """``python -m gnt.models.gemma OUT_DIR``: ``gnt model OUT_DIR model=gemma``."""
+    from gnt.cli.models import build_command
+
+    return build_command("gemma", argv)
 
 
 if __name__ == "__main__":

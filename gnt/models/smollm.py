@@ -48,7 +48,10 @@ def ensure_smollm(cache_dir: Path | None = None) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return gguf.convert_command(SMOLLM, argv)
+    """``python -m gnt.models.smollm OUT_DIR``: ``gnt model OUT_DIR model=smollm``."""
+    from gnt.cli.models import build_command
+
+    return build_command("smollm", argv)
 
 
 if __name__ == "__main__":

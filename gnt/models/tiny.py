@@ -339,15 +339,10 @@ def ensure_tiny_model(cache_dir: Path | None = None) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
+    """``python -m gnt.models.tiny OUT_DIR [seed=N] [vocab_size=N]``: ``gnt model OUT_DIR model=tiny``."""
+    from gnt.cli.models import build_command
 
-    parser = argparse.ArgumentParser(prog="python -m gnt.models.tiny", description=__doc__.splitlines()[0])
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--vocab-size", type=int, default=2048)
-    args = parser.parse_args(argv)
-    print(build_tiny_model(args.out_dir, seed=args.seed, vocab_size=args.vocab_size))
-    return 0
+    return build_command("tiny", argv)
 
 
 if __name__ == "__main__":
