@@ -383,3 +383,28 @@ def test_a_recipe_callback_is_loaded_by_its_import_path_and_a_bad_one_is_a_recip
                        ("Callback", "not an import path"), ("collections:OrderedDict", "not a transformers")]:
         with pytest.raises(RecipeError, match=says):
             load_callback(path)
+
+
+def test_decision_token_only_keeps_each_pairs_first_differing_token() -> None:
+    from trl.trainer.dpo_trainer import DataCollatorForPreference
+
+    from gnt.training.decision_pairs import DecisionTokenCollator, first_difference
+
+    assert first_difference([1, 2, 3], [1, 4, 3]) == 1
+    assert first_difference([1, 2], [1, 2, 9]) == 2
+    assert first_difference([5], [5]) is None
+    collate = DecisionTokenCollator(DataCollatorForPreference(pad_token_id=0))
+    examples = [  # prompt, then "<it> **LABEL** [translation]" as token ids: the label is the second token
+        {"prompt_ids": [7, 8, 9], "chosen_ids": [11, 21, 31, 32, 2], "rejected_ids": [11, 22, 31, 32, 2]},
+        {"prompt_ids": [7, 8], "chosen_ids": [11, 22, 40, 2], "rejected_ids": [11, 21, 41, 42, 2]},
+        {"prompt_ids": [7], "chosen_ids": [11, 21, 2], "rejected_ids": [11, 21, 2]},  # identical: no token
+    ]
+    plain = DataCollatorForPreference(pad_token_id=0)(examples)
+    batch = collate(examples)
+    assert batch["input_ids"].tolist() == plain["input_ids"].tolist()  # only the mask changes
+    mask = batch["completion_mask"]
+    kept = [(row, col) for row, col in mask.nonzero().tolist()]
+    # pair 0: chosen row 0 and rejected row 3 at the label (prompt 3 + 1); pair 1: rows 1 and 4 at 2 + 1
+    assert kept == [(0, 4), (1, 3), (3, 4), (4, 3)]
+    assert batch["input_ids"][0, 4] == 21 and batch["input_ids"][3, 4] == 22
+    assert (collate.pairs, collate.identical) == (3, 1)

@@ -96,6 +96,12 @@ class DPOProjectArgs(ProjectArgs):
         metadata={"help": "SFT adapter to start from and to use as the frozen reference: an SFT run's output "
                   "directory or one of its checkpoint-N folders (required)."},
     )
+    decision_token_only: bool = field(
+        default=False,
+        metadata={"help": "Score each preference pair at the first completion token where its chosen and rejected "
+                  "answers differ (the label), not over the whole answer: DPO on the recognition decision alone, "
+                  "relative to the SFT reference (gnt.training.decision_pairs)."},
+    )
     pair_kinds: list[str] | None = field(
         default=None,
         metadata={"help": "Train on these preference-pair kinds only (null: every kind data/build.py wrote). "

@@ -17,6 +17,7 @@ from gnt.recipe import ResolvedRecipe
 from gnt.training.base_model import load_sft_policy, resolve_model, resolve_sft_adapter, same_model
 from gnt.training.config import TrainingError, as_recipe
 from gnt.training.data import TrainingData, to_dataset
+from gnt.training.decision_pairs import score_decision_token_only
 from gnt.training.lean_forward import make_lean
 from gnt.training.runner import PreparedRun, StagePlugin, prepare_run, run_stage
 from gnt.training.template_checks import check_target_eos
@@ -63,6 +64,8 @@ def _build_trainer(run: PreparedRun, callbacks: list) -> Any:
     )
     run.record["lean_forward"] = make_lean(trainer, run.setup.project.share_prompt_prefix,
                                          run.setup.project.balance_label_batches)
+    if run.setup.project.decision_token_only:
+        run.record["lean_forward"].update(score_decision_token_only(trainer))
     if REFERENCE_ADAPTER not in trainer.model.peft_config or trainer.ref_model is not None:
         raise TrainingError(
             "TRL did not set up the SFT adapter as a frozen 'ref' adapter (installed TRL behaves differently from "
