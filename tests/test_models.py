@@ -170,11 +170,14 @@ def test_default_cache_dir_honours_env(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert cache.default_cache_dir() == Path.home() / ".cache" / "gnt-align" / "models"
 
 
-def test_tiny_cli_builds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from gnt.models.tiny import main
+def test_the_old_module_spelling_warns_and_builds(tmp_path: Path) -> None:
+    import subprocess
+    import sys
 
-    assert main([str(tmp_path / "out"), "--seed", "1", "--vocab-size", "1024"]) == 0
-    assert capsys.readouterr().out.strip().splitlines()[-1] == str(tmp_path / "out")
+    done = subprocess.run([sys.executable, "-m", "gnt.models.tiny", str(tmp_path / "out"), "--seed", "1",
+                           "--vocab-size", "1024"], capture_output=True, text=True, check=True)
+    assert "old spelling" in done.stderr and "gnt model" in done.stderr
+    assert done.stdout.strip().splitlines()[-1] == str(tmp_path / "out")
     info = json.loads((tmp_path / "out" / "gnt_model.json").read_text())
     assert info["seed"] == 1 and info["tokenizer_size"] <= 1024
 

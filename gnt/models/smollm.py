@@ -4,12 +4,11 @@ An English-first instruct model with its own chat template (ChatML). It writes f
 that does not translate its source, so the demo's default is Gemma 3 270M (:mod:`gnt.models.gemma`); SmolLM2 stays
 as ``MODEL=smollm`` and as the small real model of the slow tests.
 
-    python -m gnt.models.smollm OUT_DIR
+    gnt model OUT_DIR model=smollm   # (python -m gnt.models.smollm OUT_DIR: the old spelling)
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from gnt.models import gguf
@@ -47,12 +46,12 @@ def ensure_smollm(cache_dir: Path | None = None) -> Path:
     return gguf.ensure(SMOLLM, Path(__file__), cache_dir)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m gnt.models.smollm OUT_DIR``: ``gnt model OUT_DIR model=smollm``."""
-    from gnt.cli.models import build_command
-
-    return build_command("smollm", argv)
+def build_into(out: Path, options: object = None) -> Path:
+    """Convert into ``out`` (``gnt model OUT model=smollm``); the model has no options."""
+    return gguf.convert(SMOLLM, out)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from gnt.models.old_spelling import run_as_gnt_model
+
+    run_as_gnt_model("smollm")

@@ -5,13 +5,12 @@ attribution) without a model hub. Its tokenizer is trained on the spot on the mu
 below, with the ChatML special tokens in the vocabulary from training (nothing is added afterwards and the
 embeddings are never resized).
 
-    python -m gnt.models.tiny OUT_DIR
+    gnt model OUT_DIR model=tiny   # (python -m gnt.models.tiny OUT_DIR: the old spelling)
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from gnt.models.cache import MARKER, build_cached, default_cache_dir, fingerprint
@@ -338,12 +337,12 @@ def ensure_tiny_model(cache_dir: Path | None = None) -> Path:
     return build_cached(root / f"tiny-{builder_hash()}", build_tiny_model)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m gnt.models.tiny OUT_DIR [seed=N] [vocab_size=N]``: ``gnt model OUT_DIR model=tiny``."""
-    from gnt.cli.models import build_command
-
-    return build_command("tiny", argv)
+def build_into(out: Path, options: object) -> Path:
+    """Build into ``out`` with the command's ``seed`` and ``vocab_size`` (``gnt model OUT model=tiny``)."""
+    return build_tiny_model(out, seed=options.seed, vocab_size=options.vocab_size)  # type: ignore[attr-defined]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from gnt.models.old_spelling import run_as_gnt_model
+
+    run_as_gnt_model("tiny")
