@@ -9,6 +9,7 @@ find; rows are deterministic (seeded).
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import struct
 import zlib
@@ -52,6 +53,10 @@ def make_run(root: Path, stage: str, steps: list[int], *, run_id: str = "fixrun0
     for step in steps:
         write_json(run / f"checkpoint-{step}" / "gnt_run.json", {**record, "global_step": step})
     return run
+
+
+def _json_or_empty(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def make_results(
@@ -135,12 +140,14 @@ def make_results(
         adapter = None if step is None or run_dir is None else {
             "name": name, "path": str(run_dir / f"checkpoint-{step}"), "weights_hash": _key("w", name)}
         record = {
-            "format": "gnt-align/eval-record/1",
+            "format": "gnt-align/eval-record/2", "step": "grid", "kind": "base" if step is None else "checkpoint",
+            "stage": "base" if step is None else stage,
             "model": {"name": name, "kind": "base" if step is None else "checkpoint", "base_model": "tiny-qwen2",
                       "adapter": adapter, "run_dir": str(run_dir) if run_dir and step else None, "global_step": step},
             "model_id": "tiny-qwen2@abc", "global_step": step, "backend": {"backend": "FakeBackend"},
             "decoding": {"max_new_tokens": 256, "temperature": 0.0}, "leakage": leakage,
-            "run_record": {} if step is None or run_dir is None else {"stage": stage, "seed": 42},
+            "run_record": {} if step is None or run_dir is None else {  # as the sweep embeds the checkpoint's
+                **_json_or_empty(run_dir / f"checkpoint-{step}" / "gnt_run.json"), "stage": stage, "seed": 42},
         }
         write_jsonl(folder / "generations.jsonl", records)
         write_json(folder / "metrics.json", metrics)

@@ -391,9 +391,27 @@ def test_a_recorded_stage_and_step_are_read_as_written_not_guessed(tmp_path) -> 
               "global_step": 7, "model": {"name": "myrun/checkpoint-9", "kind": "checkpoint", "run_dir": None}}
     model = ModelResult(name="myrun/checkpoint-9", directory=tmp_path, record=record)
     assert (model.is_base, model.stage, model.global_step) == (False, "dpo", 7)
-    legacy = ModelResult(name="myrun/checkpoint-9", directory=tmp_path,
-                         record={**record, "format": "gnt-align/eval-record/1", "global_step": None})
-    assert (legacy.stage, legacy.global_step) == ("myrun", 9)  # an old record: read from its folder's name
+
+
+def test_a_model_folder_without_a_current_record_is_left_out_with_a_warning(tmp_path) -> None:
+    """Nothing is guessed from folder names: an old-format or missing record.json is named, and the rest reported."""
+    import json
+
+    from gnt.report.collect import ResultsError, collect
+
+    out = make_results(tmp_path / "results")
+    old = json.loads((out / "sft/checkpoint-4/record.json").read_text())
+    (out / "sft/checkpoint-4/record.json").write_text(json.dumps({**old, "format": "gnt-align/eval-record/1"}))
+    (out / "sft/checkpoint-8/record.json").unlink()
+    results = collect(out)
+    assert [m.name for m in results.models] == ["base"]
+    assert any("sft/checkpoint-4: left out: its record.json is of format 'gnt-align/eval-record/1'" in w
+               for w in results.warnings)
+    assert any("sft/checkpoint-8: left out: it has no record.json" in w and "rerun eval/evaluate.py" in w
+               for w in results.warnings)
+    (out / "base/record.json").unlink()
+    with pytest.raises(ResultsError, match="no model folder holds a record.json of format"):
+        collect(out)
 
 
 def _staged_model(tmp_path: Path, name: str, stage: str, step: int, set_n_label: str) -> object:

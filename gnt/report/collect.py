@@ -10,11 +10,14 @@ Layout (``<out>/``):
 - ``summary.json``: the models of the sweep (names or objects with ``name``), in its order; every other folder
   holding a ``record.json``/``metrics.json``/``generations.jsonl`` is a model too (the folders are the truth).
   Names may contain ``/`` (``sft/checkpoint-8``).
-- ``<model>/record.json`` (model, adapter, backend, decoding, shot orders, ``global_step``, leakage),
+- ``<model>/record.json`` (format ``eval-record/2``: the model's kind, stage and ``global_step``, its adapter,
+  backend, decoding, shot orders, leakage and the training run record), written last by the sweep; a model folder
+  without one (a sweep killed half-way) or with an older format is left out with a warning, never guessed at;
   ``metrics.json`` (blocks per cell / language / overall), ``generations.jsonl``, ``judgments.jsonl``,
   ``xcomet.jsonl`` + ``xcomet_summary.json``, ``preference.jsonl``, ``attribution/**`` and ``templated/**``
   (tidy data + PNGs).
-- judge validation JSON files anywhere under the folder (``*judge*valid*.json``, ``validation*.json``).
+- ``judge_validation.json``: the judge validation report kept beside the results (others are named to
+  :func:`collect`).
 
 The central table is :attr:`Results.metrics`: one :class:`MetricRow` per (model, scope, cell/language, metric,
 group) with value and 95% CI, flattened from each ``metrics.json``'s ``cells``, ``languages`` and ``overall``.
@@ -24,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +41,6 @@ from gnt.filenames import (
     METRICS,
     PREFERENCE,
     RECORD,
-    RUN_RECORD,
     SUMMARY,
     TEMPLATED_DIR,
     TEMPLATED_OUTPUTS,
@@ -63,7 +64,6 @@ from gnt.results_schema import (
     summary_model_names,
 )
 
-_CHECKPOINT = re.compile(r"checkpoint-(\d+)")
 log = logging.getLogger(__name__)
 #: Keys of a metrics block that are not metrics (the grid blocks carry none today; tidy sub-blocks may).
 _BLOCK_META = {"format"}
@@ -195,9 +195,7 @@ class ModelResult:
 
     @property
     def is_base(self) -> bool:
-        if self.recorded:
-            return self.record["kind"] == "base"
-        return _legacy_is_base(self)
+        return self.record.get("kind") == "base"
 
     @property
     def failed(self) -> bool:
@@ -206,9 +204,7 @@ class ModelResult:
 
     @property
     def global_step(self) -> int | None:
-        if self.recorded:
-            return 0 if self.is_base else self.record["global_step"]
-        return _legacy_global_step(self)
+        return 0 if self.is_base else self.record.get("global_step")
 
     @property
     def run_dir(self) -> str | None:
@@ -218,9 +214,7 @@ class ModelResult:
     @property
     def stage(self) -> str:
         """``base``, or the training stage (``sft``/``dpo``), as the sweep recorded it."""
-        if self.recorded:
-            return str(self.record["stage"])
-        return _legacy_stage(self)
+        return str(self.record.get("stage", "unknown"))
 
     @property
     def leakage(self) -> dict:
@@ -391,8 +385,6 @@ def _read_result_json(path: Path) -> Any:
 
 def _run_record(model: ModelResult) -> dict | None:
     """The training run record of a checkpoint, as the sweep embedded it in record.json (``eval-record/2``)."""
-    if not model.recorded:
-        return _legacy_run_record(model)
     embedded = model.record.get("run_record")
     return embedded if isinstance(embedded, dict) and embedded else None
 
@@ -425,55 +417,6 @@ def read_model(directory: Path, name: str) -> ModelResult:
         model.templated_items = _slim(_iter_jsonl(templated / TEMPLATED_OUTPUTS), TEMPLATED_FIELDS)
         model.templated_metrics = _dict_or_none(templated / METRICS)
     return model
-
-
-# ---------------------------------------------------------------------------------- records before eval-record/2
-# A record.json of format eval-record/1 (or a folder without one) does not say the model's kind, stage or step;
-# they are read from what it holds instead, as they were before. Nothing else in this module guesses them.
-def _legacy_run_record(model: ModelResult) -> dict | None:
-    """An old record's run record: beside the adapter, in its run folder or its results folder, under what the
-    evaluator embedded."""
-    embedded = model.record.get("run_record")
-    embedded = embedded if isinstance(embedded, dict) else {}
-    candidates = []
-    if model.adapter_path:
-        candidates += [Path(model.adapter_path) / RUN_RECORD, Path(model.adapter_path).parent / RUN_RECORD]
-    if model.run_dir:
-        candidates.append(Path(model.run_dir) / RUN_RECORD)
-    candidates.append(model.directory / RUN_RECORD)
-    for candidate in candidates:
-        data = _read_json_or_none(candidate)
-        if isinstance(data, dict):
-            return {**data, **embedded}
-    return embedded or None
-
-
-def _legacy_is_base(model: ModelResult) -> bool:
-    kind = model.described.get("kind")
-    if kind is not None:
-        return kind == "base"
-    return model.adapter_path is None and not _CHECKPOINT.search(model.name)  # a folder without its record
-
-
-def _legacy_global_step(model: ModelResult) -> int | None:
-    step = model.record.get("global_step")
-    if isinstance(step, int):
-        return step
-    if model.run_record and isinstance(model.run_record.get("global_step"), int):
-        return model.run_record["global_step"]
-    match = _CHECKPOINT.search(model.name) or _CHECKPOINT.search(model.adapter_path or "")
-    return int(match.group(1)) if match else (0 if model.is_base else None)
-
-
-def _legacy_stage(model: ModelResult) -> str:
-    if model.is_base:
-        return "base"
-    stage = (model.run_record or {}).get("stage")
-    if stage:
-        return str(stage)
-    if model.run_dir:
-        return Path(model.run_dir).name
-    return model.name.split("/")[0] if "/" in model.name else "adapter"
 
 
 def _sort_key(model: ModelResult) -> tuple:
@@ -516,7 +459,16 @@ def collect(results_dir: str | Path, judge_validation: Iterable[str | Path] = ()
             f"{directory}: no evaluated model found (expected summary.json or <model>/metrics.json); "
             "run eval/evaluate.py first"
         )
-    models = sorted((read_model(directory / name, name) for name in names), key=_sort_key)
+    models = [read_model(directory / name, name) for name in names]
+    for model in [m for m in models if not m.recorded]:
+        written = model.record.get("format")
+        why = f"its {RECORD} is of format {written!r}" if written else f"it has no {RECORD} (a sweep stopped half-way?)"
+        warnings.append(f"{model.name}: left out: {why}, so its kind, stage and step are not recorded; rerun "
+                        "eval/evaluate.py with the same arguments to rewrite it (cached generations are reused)")
+    models = sorted((m for m in models if m.recorded), key=_sort_key)
+    if not models:
+        raise ResultsError(f"{directory}: no model folder holds a {RECORD} of format {EVAL_RECORD_FORMAT!r}: "
+                           + "; ".join(warnings))
     metrics = [row for model in models if model.metrics for row in flatten_metrics(model.metrics, model.name)]
     missing: dict[str, list[str]] = {}
     for model in models:
