@@ -16,13 +16,8 @@ from pathlib import Path
 import pytest
 
 from gnt.checkpoint_queue import watch as watch_module
-from gnt.checkpoint_queue.callback import (
-    END_MARKER,
-    QUEUE_ENTRY,
-    QueueCheckpointCallback,
-    mark_training_done,
-    queue_checkpoint,
-)
+from gnt.checkpoint_queue.callback import QueueCheckpointCallback, mark_training_done, queue_checkpoint
+from gnt.checkpoint_queue.layout import END_MARKER, QUEUE_ENTRY
 from gnt.checkpoint_queue.watch import (
     QueueItem,
     claim,

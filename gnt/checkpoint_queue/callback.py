@@ -5,14 +5,9 @@ them in place (on another GPU or machine, minutes later) can find its checkpoint
 On each save the adapter (weights, config, tokenizer, trainer state and run record — not the optimizer, scheduler
 or RNG states, which evaluation never needs and which are most of the bytes) is copied into the queue folder.
 
-Layout (``<queue>/<run name>/`` looks like a training run, so ``eval/evaluate.py --run <queue>/<run name>`` or
-``--adapter <queue>/<run name>/checkpoint-N`` evaluate it and name results exactly as for the run itself)::
-
-    <queue>/<run name>/gnt_run.json                  the run record (copied once)
-    <queue>/<run name>/checkpoint-<step>/            the adapter + queue_entry.json
-    <queue>/<run name>/checkpoint-<step>.claim       written by the watcher that evaluates it
-    <queue>/<run name>/checkpoint-<step>.done.json   written when its evaluation finished (or failed)
-    <queue>/<run name>/TRAINING_DONE.json            the end marker, written on ``on_train_end``
+Layout: :mod:`gnt.checkpoint_queue.layout`. ``<queue>/<run name>/`` looks like a training run, so
+``eval/evaluate.py runs=<queue>/<run name>`` or ``adapters=<queue>/<run name>/checkpoint-N`` evaluate it and name
+results exactly as for the run itself.
 
 Each checkpoint is copied into a hidden temporary folder and renamed into place, so a watcher never sees a
 half-copied adapter. ``on_save`` runs on every rank; only the world process zero copies (``state.
@@ -37,12 +32,12 @@ from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from gnt.checkpoint_queue.layout import END_MARKER, QUEUE_ENTRY
 from gnt.filenames import RUN_RECORD
 
 log = logging.getLogger(__name__)
 
-QUEUE_ENTRY = "queue_entry.json"
-END_MARKER = "TRAINING_DONE.json"
+__all__ = ["END_MARKER", "QUEUE_ENTRY", "QueueCheckpointCallback", "mark_training_done", "queue_checkpoint"]
 #: Files of a Trainer checkpoint that evaluation never reads (optimizer/scheduler/RNG/scaler state, DeepSpeed shards).
 SKIP_PREFIXES = ("optimizer", "scheduler", "rng_state", "scaler", "global_step")
 

@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gnt.checkpoint_queue.callback import END_MARKER, QUEUE_ENTRY, RUN_RECORD
+from gnt.checkpoint_queue.layout import CLAIM_SUFFIX, DONE_SUFFIX, END_MARKER, QUEUE_ENTRY
+from gnt.filenames import RUN_RECORD
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +62,11 @@ class QueueItem:
 
     @property
     def claim_path(self) -> Path:
-        return self.path.with_name(self.path.name + ".claim")
+        return self.path.with_name(self.path.name + CLAIM_SUFFIX)
 
     @property
     def done_path(self) -> Path:
-        return self.path.with_name(self.path.name + ".done.json")
+        return self.path.with_name(self.path.name + DONE_SUFFIX)
 
     def entry(self) -> dict:
         """The queue entry written by the callback (source checkpoint, run folder, step)."""
