@@ -19,14 +19,15 @@ and copied text below and most valid translations above; the record says how wel
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from record import conclude
 
+from gnt.cli.command import Call, Command, Subject
 from gnt.data.mgente import load_mgente
 from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD, chrf_pp
 
@@ -68,14 +69,20 @@ def calibrate(entries: list, seed: int = 0) -> dict:
     return {"other_reference": _summary(other), "shuffled_source": _summary(shuffled), "source_copied": _summary(copied)}
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mgente", nargs="?", default=str(ROOT / "data" / "sample"))
-    parser.add_argument("--langs", default="it,es,de,el")
-    args = parser.parse_args(argv)
-    entries = load_mgente(args.mgente, args.langs.split(","))
+@dataclass
+class AdequacyCalibrationOptions:
+    """Which languages (the TSVs' folder is the MGENTE positional)."""
+
+    langs: list[str] = field(default_factory=lambda: ["it", "es", "de", "el"], metadata={
+        "help": "target languages calibrated"})
+
+
+def _run(call: Call) -> None:
+    args = call.build(AdequacyCalibrationOptions)
+    mgente = call.subject or str(ROOT / "data" / "sample")
+    entries = load_mgente(mgente, list(args.langs))
     per_lang = {}
-    for lang in args.langs.split(","):
+    for lang in args.langs:
         rows = [e for e in entries if e.lang == lang]
         if rows:
             per_lang[lang] = calibrate(rows)
@@ -85,7 +92,7 @@ def main(argv: list[str] | None = None) -> dict:
         for name, dist in dists.items():
             share = dist["share_at_or_above"].get(t)
             rows.append((f"{lang} {name}: median / share >= {t}", f"{dist['quantiles']['p50']} / {share}", ""))
-    figures = {"data": args.mgente, "threshold": ADEQUACY_THRESHOLD, "languages": per_lang}
+    figures = {"data": mgente, "threshold": ADEQUACY_THRESHOLD, "languages": per_lang}
     worst_shuffled = max(d["shuffled_source"]["share_at_or_above"].get(t, 0) for d in per_lang.values())
     worst_copied = max(d["source_copied"]["share_at_or_above"].get(t, 0) for d in per_lang.values())
     weakest_valid = min(d["other_reference"]["share_at_or_above"].get(t, 0) for d in per_lang.values())
@@ -98,8 +105,21 @@ def main(argv: list[str] | None = None) -> dict:
         missed.append(f"{max(worst_shuffled, worst_copied):.1%} of a non-translation baseline reaches {t}")
     if weakest_valid < 0.8:
         missed.append(f"only {weakest_valid:.1%} of valid translations reach {t} in some language")
-    return conclude("adequacy_calibration", "chrF++ adequacy calibration", rows, figures, goals, missed)
+    conclude("adequacy_calibration", "chrF++ adequacy calibration", rows, figures, goals, missed)
+
+
+COMMAND = Command(
+    name="bench-adequacy-calibration", script="bench/adequacy_calibration.py",
+    line="benchmark: how chrF++ scores real translations and text that does not translate its source",
+    settings=lambda: (AdequacyCalibrationOptions,), run=_run, summary=__doc__ or "", recipe=None,
+    subject=Subject("MGENTE", "a folder of mGeNTE TSVs (default: the bundled sample, data/sample)",
+                    required=False),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main())

@@ -17,12 +17,15 @@ tests use: on a shared two-core machine more threads made the tiny model slower 
 
 from __future__ import annotations
 
-import argparse
 import statistics
+import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from record import conclude
+
+from gnt.cli.command import Call, Command
 
 LANGS = ("it", "es", "de", "el")
 CELL = "{lang}/G+S/4"
@@ -72,12 +75,19 @@ def run_once(model: Any, tokenizer: Any, rows: list, batch_size: int) -> dict[st
             "seconds": seconds, "rows_per_s": explained / seconds}
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+@dataclass
+class AttributionBenchOptions:
+    """How many rows, how many times."""
+
+    rows_per_lang: int = field(default=4, metadata={
+        "help": "sample rows per language (Set-G and Set-N alternately)"})
+    repeats: int = field(default=3, metadata={
+        "help": "repeats of the per-row and batched runs (medians over them)"})
+
+
+def _run(call: Call) -> None:
     """Per-row and batched runs alternating, medians, the table and the record."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows-per-lang", type=int, default=4)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
+    args = call.build(AttributionBenchOptions)
 
     import torch
 
@@ -136,8 +146,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ]
     missed = [] if met["backwards_per_row"] else ["more than 2 backward passes per row"]
     title = f"attribution (grad×input, tiny model, {len(rows)} rows, 4-shot G+S cells)"
-    return conclude("attribution", title, table, figures, GOALS, missed)
+    conclude("attribution", title, table, figures, GOALS, missed)
+
+
+COMMAND = Command(
+    name="bench-attribution", script="bench/attribution.py",
+    line="benchmark: backward passes per row and rows/s of grad×input, batched vs per row",
+    settings=lambda: (AttributionBenchOptions,), run=_run, summary=__doc__ or "", recipe=None,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,11 +1,12 @@
 """Which real CPU model should the demo train? The same SFT budget on each candidate, scored on the dev split.
 
     python bench/compare_models.py                      # gemma and smollm, the demo's SFT budget
-    python bench/compare_models.py --models gemma,smollm --out outputs/bench-models
-    python bench/compare_models.py --trained gemma=outputs/demo-gemma/runs/sft   # reuse a demo's SFT run
+    python bench/compare_models.py --models gemma,smollm --out-dir outputs/bench-models
+    python bench/compare_models.py --trained=gemma=outputs/demo-gemma/runs/sft   # reuse a demo's SFT run
 
-A ``--trained`` run is reused only when its run record shows it completed with this budget (each budget key equal;
-otherwise the script refuses it, naming the key that differs); the other candidates then train on its data build.
+A ``trained`` run is reused only when its run record shows it completed with this budget (each budget key
+equal; otherwise the script refuses it, naming the key that differs); the other candidates then train on its
+data build.
 
 Each candidate (a demo profile of ``scripts/demo.py``: its data build, SFT recipe and model) gets the same data
 (built once) and the same SFT budget (steps, batch, learning rate and schedule, LoRA rank, sequence cap: the
@@ -19,15 +20,16 @@ chrF++ on dev); the others stay available as ``make demo MODEL=...``.
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from record import conclude, module_at
 
+from gnt.cli.command import Call, Command
 from gnt.io import read_json, read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,16 +98,24 @@ def _same_number(recorded: Any, value: str) -> bool:
         return False
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="gemma,smollm")
-    parser.add_argument("--out", default=str(ROOT / "outputs" / "bench-models"))
-    parser.add_argument("--trained", action="append", default=[], metavar="MODEL=RUN",
-                        help="reuse an SFT run of this budget instead of training MODEL again")
-    args = parser.parse_args(argv)
+@dataclass
+class CompareModelsOptions:
+    """Which candidates, where to write, and which SFT runs to reuse."""
+
+    models: list[str] = field(default_factory=lambda: ["gemma", "smollm"], metadata={
+        "help": "the candidates: demo profiles of scripts/demo.py"})
+    out_dir: str = field(default=str(ROOT / "outputs" / "bench-models"), metadata={
+        "help": "where the data build, the SFT runs and the evaluations go"})
+    trained: list[str] = field(default_factory=list, metadata={
+        "help": "MODEL=RUN: reuse an SFT run of this budget instead of training MODEL again "
+                "(trained=gemma=RUN, or --trained=gemma=RUN; given twice, both)"})
+
+
+def _run(call: Call) -> None:
+    args = call.build(CompareModelsOptions)
     trained_runs = dict(item.split("=", 1) for item in args.trained)
-    out = Path(args.out)
-    names = args.models.split(",")
+    out = Path(args.out_dir)
+    names = list(args.models)
     python = sys.executable
     data = out / "data"
     reused_data = {_reusable(Path(run)) for run in trained_runs.values()}
@@ -141,8 +151,19 @@ def main(argv: list[str] | None = None) -> dict:
     figures = {"models": models, "best": best, "sft_budget": list(SFT_BUDGET), "eval": list(EVAL),
                "seconds": seconds, "reused_sft_runs": trained_runs}
     goals = {"default demo model": "the candidate with the highest chrF++ on dev after the same SFT budget"}
-    return conclude("compare_models", f"candidates after the same SFT budget (best: {best})", rows, figures, goals)
+    conclude("compare_models", f"candidates after the same SFT budget (best: {best})", rows, figures, goals)
+
+
+COMMAND = Command(
+    name="bench-compare-models", script="bench/compare_models.py",
+    line="benchmark: the demo's candidate models after the same SFT budget, on dev",
+    settings=lambda: (CompareModelsOptions,), run=_run, summary=__doc__ or "", recipe=None,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main())

@@ -27,13 +27,16 @@ two cores; its seconds per generation are comparable because batches are full ei
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
+import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from record import print_table, save_record
+
+from gnt.cli.command import Call, Command
 
 LANG = "it"
 CELLS = (("G+S", 4), ("None", 0))
@@ -139,16 +142,22 @@ def backend_generate(backend: Any, requests: list) -> dict[str, Any]:
             "tokens": [list(t) for t in backend.last_token_ids]}
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+@dataclass
+class CpuGenerationOptions:
+    """How many requests, how long, how many times, on how many threads."""
+
+    requests: int = field(default=32, metadata={"help": "en-it requests per cell for (b) and (c)"})
+    plain_requests: int = field(default=16, metadata={"help": "plain baseline on the 4-shot cell"})
+    max_new_tokens: int = field(default=48, metadata={"help": "generation cap of every request"})
+    repeats: int = field(default=1, metadata={
+        "help": "repeats of (a), (b), (c) per cell (medians over them)"})
+    threads: int | None = field(default=None, metadata={
+        "help": "torch threads (default: the backend's, i.e. the CPUs this process may use)"})
+
+
+def _run(call: Call) -> None:
     """Each cell: (a), (b), (c) in alternating order per repeat; medians, the table and the record."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=32)
-    parser.add_argument("--plain-requests", type=int, default=16, help="plain baseline on the 4-shot cell")
-    parser.add_argument("--max-new-tokens", type=int, default=48)
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads (default: the backend's, i.e. the CPUs this process may use)")
-    args = parser.parse_args(argv)
+    args = call.build(CpuGenerationOptions)
 
     from gnt.generation.base import Constraint
     from gnt.generation.transformers_backend import TransformersBackend, available_cpus
@@ -234,8 +243,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if figures.get("note"):
         print(f"  note: {figures['note']}")
     print(f"record: {save_record('cpu_generation', figures, GOALS)}")
-    return figures
+
+
+COMMAND = Command(
+    name="bench-cpu-generation", script="bench/cpu_generation.py",
+    line="benchmark: the transformers backend (prefix reuse, constrained or not) vs plain model.generate",
+    settings=lambda: (CpuGenerationOptions,), run=_run, summary=__doc__ or "", recipe=None,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,7 +1,7 @@
 """Which DPO settings keep or improve what SFT taught? Each variant trains from one SFT adapter and is scored on dev.
 
     python bench/dpo_dev.py --sft outputs/demo-gemma/runs/sft --data outputs/demo-gemma/data
-    python bench/dpo_dev.py --sft RUN --data DATA --only A,C --out outputs/bench-dpo
+    python bench/dpo_dev.py --sft RUN --data DATA --only A,C --out-dir outputs/bench-dpo
     python bench/dpo_dev.py --sft RUN --data DATA --score-only     # score the variants' dev folders again
 
 Every variant is ``train/dpo.py recipes/gemma270m-dpo.yaml`` with the overrides of :data:`VARIANTS` (one of them
@@ -15,18 +15,20 @@ from test rows. A variant that trains or scores again only when its folder is in
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from record import conclude
 
 from gnt.bootstrap import BootstrapSettings
+from gnt.cli.command import Call, Command
 from gnt.evaluation.metrics import compute_metrics
 from gnt.filenames import GENERATIONS
 from gnt.io import read_jsonl
+from gnt.recipe import RecipeError
 
 ROOT = Path(__file__).resolve().parent.parent
 DPO_RECIPE = "recipes/gemma270m-dpo.yaml"
@@ -43,6 +45,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "label_decision+templated_rpo_seed1": (RPO, "pair_kinds=[label_decision,templated_ambiguous]", "seed=1"),
     "label_decision+templated": ("pair_kinds=[label_decision,templated_ambiguous]",),
     "label_decision_decision_token_only": ("decision_token_only=true",),
+    "label_decision_seed1": ("seed=1",),
+    "label_decision_ga4": ("gradient_accumulation_steps=4",),
+    "label_decision_ga4_seed1": ("gradient_accumulation_steps=4", "seed=1"),
 }
 """Overrides of the DPO recipe per variant (the recipe's own settings: label_decision pairs, lr 5e-5, 10 steps)."""
 ORIGINS = ("mgente", "templated", "all")
@@ -91,30 +96,43 @@ def dev_figures(folder: Path) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str]) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sft", type=Path, required=True, help="the SFT run (its last checkpoint is the start)")
-    parser.add_argument("--data", type=Path, required=True, help="the data build the SFT run trained on")
-    parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "bench-dpo-dev")
-    parser.add_argument("--only", default=None, help="comma-separated variant names")
-    parser.add_argument("--score-only", action="store_true", help="score existing dev folders, train nothing")
-    args = parser.parse_args(argv)
-    names = args.only.split(",") if args.only else list(VARIANTS)
+@dataclass
+class DpoDevOptions:
+    """The SFT run to start from, its data, where the variants go, and which of them."""
+
+    sft: str | None = field(default=None, metadata={
+        "help": "the SFT run (its last checkpoint is the start); required"})
+    data: str | None = field(default=None, metadata={
+        "help": "the data build the SFT run trained on; required"})
+    out_dir: str = field(default=str(ROOT / "outputs" / "bench-dpo-dev"), metadata={
+        "help": "where each variant's run (dpo-NAME) and dev scores (dev-NAME) go"})
+    only: list[str] = field(default_factory=list, metadata={
+        "choices": tuple(VARIANTS), "help": "the variants to run (default: all)"})
+    score_only: bool = field(default=False, metadata={"help": "score existing dev folders, train nothing"})
+
+
+def _run_variants(call: Call) -> None:
+    options = call.build(DpoDevOptions)
+    if options.sft is None or options.data is None:
+        raise RecipeError("give sft=RUN and data=DATA (the SFT run and its data build)\n"
+                          + call.command.usage())
+    sft, data, out = Path(options.sft), Path(options.data), Path(options.out_dir)
+    names = list(options.only) or list(VARIANTS)
     py = sys.executable
-    sft_last = _last_checkpoint(args.sft)
+    sft_last = _last_checkpoint(sft)
     jobs: dict[str, tuple[Path, list[str]]] = {"sft": (sft_last, [])}
     for name in names:
-        run = args.out / f"dpo-{name}"
-        if not args.score_only:
-            _run([py, "train/dpo.py", DPO_RECIPE, f"data_dir={args.data}", f"sft_adapter={args.sft}",
+        run = out / f"dpo-{name}"
+        if not options.score_only:
+            _run([py, "train/dpo.py", DPO_RECIPE, f"data_dir={data}", f"sft_adapter={sft}",
                   f"output_dir={run}", "report_to=none", *VARIANTS[name]])
         jobs[name] = (_last_checkpoint(run), list(VARIANTS[name]))
-    figures: dict[str, Any] = {"sft_run": str(args.sft), "data": str(args.data), "dpo_recipe": DPO_RECIPE,
-                               "eval_recipe": EVAL_RECIPE, "eval": list(EVAL), "variants": {},
-                               "mode": "scored existing folders" if args.score_only else "trained and scored"}
+    mode = "scored existing folders" if options.score_only else "trained and scored"
+    figures: dict[str, Any] = {"sft_run": str(sft), "data": str(data), "dpo_recipe": DPO_RECIPE,
+                               "eval_recipe": EVAL_RECIPE, "eval": list(EVAL), "variants": {}, "mode": mode}
     for name, (adapter, overrides) in jobs.items():
-        folder = args.out / f"dev-{name}"
-        if not args.score_only:
+        folder = out / f"dev-{name}"
+        if not options.score_only:
             _run([py, "eval/evaluate.py", EVAL_RECIPE, *EVAL, f"adapters={adapter}", f"out_dir={folder}"])
         figures["variants"][name] = {"adapter": str(adapter), "overrides": overrides, **dev_figures(folder)}
     rows = []
@@ -124,8 +142,19 @@ def main(argv: list[str]) -> dict[str, Any]:
         rows.append((name, " / ".join(cells) + f" (mGeNTE Set-N {100 * set_n:.0f})", "bal. acc. mGeNTE / templated / all"))
     goals = {"choice": "the variant with the highest dev label balanced accuracy over all dev rows that loses no "
                        "significant mGeNTE dev balanced accuracy against the SFT adapter; none: DPO stays off"}
-    return conclude("dpo_dev", "DPO variants from one SFT adapter, scored on dev", rows, figures, goals)
+    conclude("dpo_dev", "DPO variants from one SFT adapter, scored on dev", rows, figures, goals)
+
+
+COMMAND = Command(
+    name="bench-dpo-dev", script="bench/dpo_dev.py",
+    line="benchmark: DPO variants from one SFT adapter, scored on dev",
+    settings=lambda: (DpoDevOptions,), run=_run_variants, summary=__doc__ or "", recipe=None,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main())

@@ -40,7 +40,6 @@ merging the stages that ran into what an earlier call of the same mode recorded.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -49,12 +48,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from record import RESULTS_DIR, print_table, save_record
 
 from gnt.bootstrap import DEFAULT_SAMPLES
+from gnt.cli.command import Call, Command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -475,7 +476,7 @@ def _round(value: float | None, digits: int = 1) -> float | None:
 # ------------------------------------------------------------------------------------------------------------------
 
 
-def run_stage(args: argparse.Namespace) -> dict[str, Any]:
+def run_stage(args: GpuGridOptions) -> dict[str, Any]:
     """One stage in this process (the ``--child`` side)."""
     work = Path(args.work)
     if args.child == "build":
@@ -520,33 +521,43 @@ def record_name(smoke: bool, fake: bool, backend: str = "vllm") -> str:
     return "gpu_grid" if backend == "vllm" else "gpu_grid_transformers"
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+@dataclass
+class GpuGridOptions:
+    """Which stages, in which mode, on which backend, at what sizes (``child``: a child process's stage)."""
+
+    smoke: bool = field(default=False, metadata={
+        "help": "tiny fake model on CPU; the grid runs on the transformers backend (vLLM needs a GPU)"})
+    fake_backend: bool = field(default=False, metadata={
+        "help": "the grid with an instant fake backend: the sweep's own overhead (no model needed)"})
+    stages: list[str] = field(default_factory=lambda: list(STAGES), metadata={
+        "choices": STAGES, "help": "the stages to run, in the order given"})
+    work: str = field(default=str(ROOT / "outputs" / "gpu-grid"), metadata={
+        "help": "working folder (reused)"})
+    tokenizer: str = field(default="tiny", metadata={
+        "choices": ("tiny", "smollm"), "help": "the tokenizer shipped with the random model"})
+    backend: str = field(default="auto", metadata={
+        "choices": ("auto", "vllm", "transformers"),
+        "help": "the grid's backend; auto: vLLM if installed, else transformers (bf16, batched)"})
+    batch_size: int = field(default=64, metadata={"help": "transformers backend on GPU: batch size"})
+    grid_rows_per_lang: int | None = field(default=None, metadata={
+        "help": "rows per language the grid evaluates (default: all with vLLM, "
+                f"{TRANSFORMERS_ROWS_PER_LANGUAGE} with transformers on GPU)"})
+    rows_per_lang: int | None = field(default=None, metadata={"help": "default 1,500 (smoke: 1)"})
+    max_new_tokens: int | None = field(default=None, metadata={"help": "default 96 (smoke: 8)"})
+    bootstrap_samples: int = field(default=DEFAULT_SAMPLES, metadata={
+        "help": "bootstrap resamples of the metrics"})
+    sft_steps: int | None = field(default=None, metadata={"help": "default 12 (smoke: 3)"})
+    warmup_steps: int | None = field(default=None, metadata={"help": "default 2 (smoke: 1)"})
+    child: str | None = field(default=None, metadata={
+        "choices": STAGES, "help": "internal: run this one stage in this process"})
+
+
+def _run(call: Call) -> None:
     """Check requirements, run the selected stages in fresh processes, merge into the record, print the table.
 
-    With ``--child STAGE`` this process runs that one stage and prints its figures as one marked JSON line.
+    With ``child=STAGE`` this process runs that one stage and prints its figures as one marked JSON line.
     """
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--smoke", action="store_true",
-                        help="tiny fake model on CPU; the grid runs on the transformers backend (vLLM needs a GPU)")
-    parser.add_argument("--fake-backend", action="store_true",
-                        help="the grid with an instant fake backend: the sweep's own overhead (no model needed)")
-    parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated subset of {','.join(STAGES)}")
-    parser.add_argument("--work", default=str(ROOT / "outputs" / "gpu-grid"), help="working folder (reused)")
-    parser.add_argument("--tokenizer", choices=("tiny", "smollm"), default="tiny")
-    parser.add_argument("--backend", choices=("auto", "vllm", "transformers"), default="auto",
-                        help="the grid's backend; auto: vLLM if installed, else transformers (bf16, batched)")
-    parser.add_argument("--batch-size", type=int, default=64, help="transformers backend on GPU: batch size")
-    parser.add_argument("--grid-rows-per-lang", type=int, default=None,
-                        help=f"rows per language the grid evaluates (default: all with vLLM, "
-                             f"{TRANSFORMERS_ROWS_PER_LANGUAGE} with transformers on GPU)")
-    parser.add_argument("--rows-per-lang", type=int, default=None, help="default 1,500 (--smoke: 1)")
-    parser.add_argument("--max-new-tokens", type=int, default=None, help="default 96 (--smoke: 8)")
-    parser.add_argument("--bootstrap-samples", type=int, default=DEFAULT_SAMPLES)
-    parser.add_argument("--sft-steps", type=int, default=None, help="default 12 (--smoke: 3)")
-    parser.add_argument("--warmup-steps", type=int, default=None, help="default 2 (--smoke: 1)")
-    parser.add_argument("--child", choices=STAGES, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = call.build(GpuGridOptions)
     smoke = args.smoke
     args.rows_per_lang = args.rows_per_lang or (1 if smoke else ROWS_PER_LANGUAGE)
     args.max_new_tokens = args.max_new_tokens or (8 if smoke else 96)
@@ -558,12 +569,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     if args.child:
         print(MARKER + json.dumps(run_stage(args)), flush=True)
-        return {}
+        return
 
-    stages = [s.strip() for s in args.stages.split(",") if s.strip()]
-    unknown = [s for s in stages if s not in STAGES]
-    if unknown:
-        parser.error(f"unknown stage(s) {unknown}; valid: {', '.join(STAGES)}")
+    stages = list(args.stages)
     if args.fake_backend:
         stages = [s for s in stages if s in ("build", "grid")]
     problems = missing_requirements(stages, smoke, args.fake_backend, args.backend)
@@ -593,7 +601,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         save_record(name, figures, GOALS)  # after every stage: a later failure keeps what was measured
 
     report(figures, name)
-    return figures
 
 
 def report(figures: dict[str, Any], name: str) -> None:
@@ -644,5 +651,16 @@ def report(figures: dict[str, Any], name: str) -> None:
     print(f"record: {RESULTS_DIR / (name + '.json')}")
 
 
+COMMAND = Command(
+    name="bench-gpu-grid", script="bench/gpu_grid.py",
+    line="benchmark: the 72,000-generation grid of a 7B-size model and its LoRA / QLoRA SFT on one GPU",
+    settings=lambda: (GpuGridOptions,), run=_run, summary=__doc__ or "", recipe=None,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -18,14 +18,17 @@ Concurrency levels alternate order each repeat; medians over the repeats.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
+import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from record import conclude, tests_helper
+
+from gnt.cli.command import Call, Command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,13 +93,19 @@ def run_level(url: str, server: Any, batch: list, concurrency: int) -> dict[str,
     }
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+@dataclass
+class JudgeThroughputOptions:
+    """How many items, how slow the server is, how many times."""
+
+    items: int = field(default=48, metadata={"help": "distinct items judged at every concurrency level"})
+    latency: float = field(default=0.1, metadata={"help": "seconds the server waits per request"})
+    repeats: int = field(default=3, metadata={"help": "repeats of every level (medians over them)"})
+
+
+def _run(call: Call) -> None:
     """Every concurrency level on each repeat (order alternating) against one server; medians, table, record."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--items", type=int, default=48)
-    parser.add_argument("--latency", type=float, default=0.1, help="seconds the server waits per request")
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
+    args = call.build(JudgeThroughputOptions)
+    args.latency = float(args.latency)  # the layer keeps a whole number as an int (latency=1)
     LATENCY_S[0] = args.latency
 
     OpenAITestServer = tests_helper("http_server").OpenAITestServer
@@ -155,8 +164,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows.append(("judge errors", errors, "0"))
     title = f"judge throughput (HTTP backend, {args.items} items, {args.latency * 1000:.0f} ms per request)"
     missed = [] if met["achieved_concurrency"] else ["a level did not reach its concurrency limit (or judges failed)"]
-    return conclude("judge_throughput", title, rows, figures, GOALS, missed)
+    conclude("judge_throughput", title, rows, figures, GOALS, missed)
+
+
+COMMAND = Command(
+    name="bench-judge-throughput", script="bench/judge_throughput.py",
+    line="benchmark: the LLM judge over the HTTP backend at several concurrency limits",
+    settings=lambda: (JudgeThroughputOptions,), run=_run, summary=__doc__ or "", recipe=None,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -19,19 +19,20 @@ where the curve goes (≤ 90 min on 2 cores). Settings were chosen on the dev sp
 
     python bench/quality_cpu.py                              # the demo budget, from scratch
     python bench/quality_cpu.py --budget long                # the longer curve
-    python bench/quality_cpu.py --reuse --out outputs/demo-gemma   # the record of an existing demo folder
+    python bench/quality_cpu.py --reuse --out-dir outputs/demo-gemma   # the record of an existing demo folder
 """
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from record import print_table, save_record
 
+from gnt.cli.command import Call, Command
 from gnt.io import read_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,13 +126,21 @@ def demo_goals(base: dict, final: dict, test: dict, demo: dict | None) -> dict[s
     return goals
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--budget", choices=sorted(BUDGETS), default="demo")
-    parser.add_argument("--out", default=None, help="demo folder (default outputs/bench-quality-<budget>)")
-    parser.add_argument("--reuse", action="store_true", help="read an existing demo folder instead of running")
-    args = parser.parse_args(argv)
-    out = Path(args.out or ROOT / "outputs" / f"bench-quality-{args.budget}")
+@dataclass
+class QualityCpuOptions:
+    """Which budget, in which demo folder, run or read."""
+
+    budget: str = field(default="demo", metadata={
+        "choices": tuple(sorted(BUDGETS)),
+        "help": "demo: make demo itself; long: longer, every checkpoint scored"})
+    out_dir: str | None = field(default=None, metadata={
+        "help": "demo folder (default outputs/bench-quality-<budget>)"})
+    reuse: bool = field(default=False, metadata={"help": "read an existing demo folder instead of running"})
+
+
+def _run(call: Call) -> int:
+    args = call.build(QualityCpuOptions)
+    out = Path(args.out_dir or ROOT / "outputs" / f"bench-quality-{args.budget}")
     if not args.reuse:
         command = [sys.executable, "scripts/demo.py", "model=gemma", f"out_dir={out}", *BUDGETS[args.budget]]
         print("$ " + " ".join(command), flush=True)
@@ -170,6 +179,17 @@ def main(argv: list[str] | None = None) -> int:
                        {goal: "final checkpoint" for goal in goals})
     print(f"\nrecord: {path}")
     return 0
+
+
+COMMAND = Command(
+    name="bench-quality-cpu", script="bench/quality_cpu.py",
+    line="benchmark: what the demo's base → SFT → DPO training does on a CPU, with CIs",
+    settings=lambda: (QualityCpuOptions,), run=_run, summary=__doc__ or "", recipe=None,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
 
 
 if __name__ == "__main__":

@@ -83,7 +83,7 @@ def conclude(
     missed: Iterable[str] = (),
 ) -> dict[str, Any]:
     """End a benchmark the one way they all end: the table, a line per missed goal (``missed`` says which and
-    why), and the saved record's path; returns ``figures`` so ``main`` can return them to ``bench/run_all.py``."""
+    why), and the saved record's path; returns ``figures`` (the record's own, for a caller that wants them)."""
     print_table(title, rows)
     for reason in missed:
         print(f"  goal MISSED: {reason} — see bench/README.md")

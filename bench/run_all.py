@@ -12,16 +12,18 @@ The GPU grid is not run here: see ``bench/gpu_grid.py`` (``--smoke`` checks its 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from record import RESULTS_DIR
+
+from gnt.cli.command import Call, Command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,15 +49,18 @@ def run(name: str) -> tuple[int, float]:
     return status, time.perf_counter() - started
 
 
-def main(argv: list[str] | None = None) -> int:
+@dataclass
+class RunAllOptions:
+    """Which benchmarks to run."""
+
+    only: list[str] = field(default_factory=list, metadata={
+        "choices": BENCHMARKS, "help": "the benchmarks to run, in the order given (default: all)"})
+
+
+def _run(call: Call) -> int:
     """Run the selected benchmarks, then summarise their records' goals; 1 if one could not run."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", help=f"comma-separated subset of {','.join(BENCHMARKS)}")
-    args = parser.parse_args(argv)
-    names = [n.strip() for n in args.only.split(",")] if args.only else list(BENCHMARKS)
-    unknown = [n for n in names if n not in BENCHMARKS]
-    if unknown:
-        parser.error(f"unknown benchmark(s) {unknown}; valid: {', '.join(BENCHMARKS)}")
+    args = call.build(RunAllOptions)
+    names = list(args.only) or list(BENCHMARKS)
 
     started = time.perf_counter()
     outcomes: dict[str, tuple[int, float]] = {name: run(name) for name in names}
@@ -84,6 +89,17 @@ def _figure(figures: dict[str, Any], goal: str) -> Any:
     if goal in figures:
         return figures[goal]
     return next((v for k, v in figures.items() if k.startswith(goal)), "?")
+
+
+COMMAND = Command(
+    name="bench", script="bench/run_all.py",
+    line="run the CPU benchmarks in sequence and summarise their goals",
+    settings=lambda: (RunAllOptions,), run=_run, summary=__doc__ or "", recipe=None,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ medians over the repeats.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -29,10 +28,13 @@ import sys
 import tempfile
 import time
 import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from record import conclude
+
+from gnt.cli.command import Call, Command
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL_RECIPE = ROOT / "recipes" / "eval-tiny.yaml"
@@ -127,8 +129,8 @@ def child(out_dir: str, adapters: list[str], rows_per_lang: int) -> None:
 
 def run_child(out_dir: Path, adapters: list[Path], rows_per_lang: int) -> dict[str, Any]:
     """One sweep in a fresh interpreter; adds the process wall time to the child's own figures."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", "--out", str(out_dir),
-               "--rows-per-lang", str(rows_per_lang), *[f"--adapter={a}" for a in adapters]]
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", "--out-dir", str(out_dir),
+               "--rows-per-lang", str(rows_per_lang), *[f"--adapters={a}" for a in adapters]]
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "PYTHONWARNINGS": "ignore"}
     started = time.perf_counter()
     proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, check=False)
@@ -149,21 +151,28 @@ def scaling(times: dict[int, float], k: int) -> float:
     return times[k] / (k * times[1])
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+@dataclass
+class SweepScalingOptions:
+    """How many repeats, on how many rows (``child``, ``out_dir`` and ``adapters`` are the child sweep's)."""
+
+    repeats: int = field(default=3, metadata={
+        "help": "repeats of the K = 1, 2, 4 sweeps (medians over them)"})
+    rows_per_lang: int = field(default=1, metadata={"help": "held-out rows per language of each sweep"})
+    child: bool = field(default=False, metadata={"help": "internal: run one sweep in this process"})
+    out_dir: str | None = field(default=None, metadata={"help": "internal: the child sweep's results folder"})
+    adapters: list[str] = field(default_factory=list, metadata={
+        "help": "internal: the child sweep's checkpoints"})
+
+
+def _run(call: Call) -> None:
     """Fixtures once, then K = 1, 2, 4 sweeps (and a rerun) per repeat in fresh processes; medians, table, record.
 
-    With ``--child`` this process is one sweep instead (see :func:`child`).
+    With ``child`` this process is one sweep instead (see :func:`child`).
     """
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--rows-per-lang", type=int, default=1)
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--out", help=argparse.SUPPRESS)
-    parser.add_argument("--adapter", action="append", default=[], help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = call.build(SweepScalingOptions)
     if args.child:
-        child(args.out, args.adapter, args.rows_per_lang)
-        return {}
+        child(args.out_dir, args.adapters, args.rows_per_lang)
+        return
 
     from gnt.data.build import BuildConfig, build_dataset
     from gnt.models.tiny import ensure_tiny_model
@@ -252,8 +261,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ("rerun / first, process time", figures["rerun_time_share_process"], info("rerun_time_share_process", 0.05)),
     ]
     missed = [f"{name} (goal {GOALS[name]})" for name, ok in met.items() if not ok]
-    return conclude("sweep_scaling", title, table, figures, GOALS, missed)
+    conclude("sweep_scaling", title, table, figures, GOALS, missed)
+
+
+COMMAND = Command(
+    name="bench-sweep-scaling", script="bench/sweep_scaling.py",
+    line="benchmark: checkpoint-sweep scaling and rerun",
+    settings=lambda: (SweepScalingOptions,), run=_run, summary=__doc__ or "", recipe=None,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

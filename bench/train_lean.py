@@ -17,7 +17,6 @@ steady: run it on an otherwise idle machine).
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import statistics
@@ -25,9 +24,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from record import conclude
+
+from gnt.cli.command import Call, Command
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ("plain", "labelled", "labelled+shared")
@@ -62,17 +64,25 @@ def _one(run: str, model: str, steps: int, data_dir: str, out: str) -> dict:
             "tokens": int(prepared.trainer.state.num_input_tokens_seen or 0)}
 
 
-def main(argv: list[str] | None = None) -> dict | None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="gnt:gemma")
-    parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--data", default=None, help="a data/build.py folder (default: the demo's build, made here)")
-    parser.add_argument("--one", choices=RUNS, help=argparse.SUPPRESS)  # internal: one run in this process
-    parser.add_argument("--out", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+@dataclass
+class TrainLeanOptions:
+    """Which model, how many steps, on which data (``one`` and ``out_dir`` are a child run's)."""
+
+    model: str = field(default="gnt:gemma", metadata={
+        "help": "the base model of the recipe (hub id, folder or gnt:NAME)"})
+    steps: int = field(default=4, metadata={"help": "optimizer steps of each run (the first is the warm-up)"})
+    data: str | None = field(default=None, metadata={
+        "help": "a data/build.py folder (default: the demo's build, made here)"})
+    one: str | None = field(default=None, metadata={
+        "choices": RUNS, "help": "internal: one run in this process"})
+    out_dir: str | None = field(default=None, metadata={"help": "internal: the output folder of that run"})
+
+
+def _run(call: Call) -> None:
+    args = call.build(TrainLeanOptions)
     if args.one:
-        print(json.dumps(_one(args.one, args.model, args.steps, args.data, args.out)))
-        return None
+        print(json.dumps(_one(args.one, args.model, args.steps, args.data, args.out_dir)))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         data = args.data
         if data is None:
@@ -83,7 +93,7 @@ def main(argv: list[str] | None = None) -> dict | None:
         for run in RUNS:
             done = subprocess.run(
                 [sys.executable, __file__, f"--one={run}", f"--model={args.model}", f"--steps={args.steps}",
-                 f"--data={data}", f"--out={Path(tmp) / run.replace('+', '-')}"],
+                 f"--data={data}", f"--out-dir={Path(tmp) / run.replace('+', '-')}"],
                 cwd=ROOT, check=True, capture_output=True, text=True)
             results[run] = json.loads(done.stdout.strip().splitlines()[-1])
             results[run]["median_step_s"] = statistics.median(results[run]["step_seconds"][1:])
@@ -98,8 +108,19 @@ def main(argv: list[str] | None = None) -> dict | None:
     missed = []
     if results["labelled+shared"]["speedup_vs_plain"] < 3:
         missed.append(f"labelled+shared is only {results['labelled+shared']['speedup_vs_plain']}x plain")
-    return conclude("train_lean", "lean training forward on CPU", rows, figures, goals, missed)
+    conclude("train_lean", "lean training forward on CPU", rows, figures, goals, missed)
+
+
+COMMAND = Command(
+    name="bench-train-lean", script="bench/train_lean.py",
+    line="benchmark: seconds per SFT step and peak memory on a CPU, plain TRL against gnt's lean forward",
+    settings=lambda: (TrainLeanOptions,), run=_run, summary=__doc__ or "", recipe=None,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main())

@@ -19,15 +19,18 @@ Measured per run (the pair alternates order each repeat; medians over the repeat
 
 from __future__ import annotations
 
-import argparse
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from record import print_table, save_record
+
+from gnt.cli.command import Call, Command
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_RECIPE = ROOT / "recipes" / "tiny.yaml"
@@ -236,15 +239,22 @@ def goal_text(goal: str, met: bool) -> str:
     return f"{goal}  {'met' if met else 'MISSED'}"
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+@dataclass
+class TrainOverheadOptions:
+    """How many repeats of how many steps, on how many threads."""
+
+    repeats: int = field(default=3, metadata={
+        "help": "repeats of the gnt-align / plain TRL pair (medians over them)"})
+    steps: int = field(default=TRAIN_SETTINGS["max_steps"], metadata={
+        "help": "training steps of each timed run"})
+    threads: int = field(default=1, metadata={
+        "help": "torch intra-op threads for both sides (default 1: on two shared, busy cores two threads per "
+                "process oversubscribe and the timings scatter by 5x)"})
+
+
+def _run(call: Call) -> None:
     """Data build, warm-up, then gnt-align and plain TRL runs alternating per repeat; medians, table, record."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=TRAIN_SETTINGS["max_steps"])
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch intra-op threads for both sides (default 1: on two shared, busy cores two "
-                        "threads per process oversubscribe and the timings scatter by 5x)")
-    args = parser.parse_args(argv)
+    args = call.build(TrainOverheadOptions)
     import torch
 
     torch.set_num_threads(args.threads)
@@ -323,7 +333,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"  goal MISSED: {name} = {figures[name]} (goal {GOALS[name]}); per-repeat ratios "
                   f"{figures['tokens_per_s_ratios']} — see bench/README.md")
     print(f"record: {save_record('train_overhead', figures, GOALS)}")
-    return figures
 
 
 def pack_fill(run: dict[str, Any]) -> float:
@@ -332,5 +341,16 @@ def pack_fill(run: dict[str, Any]) -> float:
     return run["collated_real"] / capacity if capacity else float("nan")
 
 
+COMMAND = Command(
+    name="bench-train-overhead", script="bench/train_overhead.py",
+    line="benchmark: gnt-align's SFT stage vs a plain TRL SFTTrainer script, tokens/s",
+    settings=lambda: (TrainOverheadOptions,), run=_run, summary=__doc__ or "", recipe=None,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -12,16 +12,18 @@ clock); these are the seconds. ``python bench/waits.py``.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import statistics
+import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from record import Timer, conclude, tests_helper
 
 from gnt.checkpoint_queue.watch import watch
+from gnt.cli.command import Call, Command
 from gnt.generation.base import Constraint, GenerationRequest
 from gnt.generation.http_backend import HTTPBackend
 from gnt.models.tiny import ensure_tiny_model
@@ -50,11 +52,16 @@ def _http_seconds() -> float:
     return timer.seconds
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
+@dataclass
+class WaitsOptions:
+    """How many times the HTTP figure is measured."""
+
+    repeats: int = field(default=3, metadata={"help": "repeats of the HTTP measurement (median over them)"})
+
+
+def _run(call: Call) -> None:
+    args = call.build(WaitsOptions)
+    logging.getLogger().setLevel(logging.WARNING)  # as before: INFO lines are not the figures
     http = statistics.median(_http_seconds() for _ in range(args.repeats))
     with tempfile.TemporaryDirectory() as tmp:
         ensure_tiny_model(Path(tmp))  # the first build, not timed
@@ -77,8 +84,19 @@ def main(argv: list[str] | None = None) -> dict:
         ("second ensure_tiny_model, s", lookup.seconds, "≤ 1"),
         ("watcher with timeout_s=0.3 and no queue, s", waited.seconds, "0.3 ≤ t < 5"),
     ]
-    return conclude("waits", "Waits (seconds that tests no longer assert)", rows, figures, goals, missed)
+    conclude("waits", "Waits (seconds that tests no longer assert)", rows, figures, goals, missed)
+
+
+COMMAND = Command(
+    name="bench-waits", script="bench/waits.py",
+    line="benchmark: the seconds of the waits tests no longer time",
+    settings=lambda: (WaitsOptions,), run=_run, summary=__doc__ or "", recipe=None,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -14,7 +14,6 @@ moved is counted per transition and per system, with examples to read.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -22,10 +21,12 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from record import conclude
 
+from gnt.cli.command import Call, Command, Subject
 from gnt.templated_suite.wmt24.moved import format_moved, moved, read_items
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,21 +118,27 @@ def _items_before(commit: str, txt_ts: str, folder: Path) -> Path:
     return folder / "before"
 
 
-def main() -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("txt_ts", help="the txt-ts folder of wmt-conference/wmt24-news-systems")
-    parser.add_argument("--before-commit", help="also score with the scorer of this commit and list what moved")
-    args = parser.parse_args()
+@dataclass
+class Wmt24EsOptions:
+    """What else to score (the suite's folder is the TXT_TS positional)."""
+
+    before_commit: str | None = field(default=None, metadata={
+        "help": "also score with the scorer of this commit and list what moved"})
+
+
+def _run(call: Call) -> None:
+    args = call.build(Wmt24EsOptions)
+    txt_ts = call.subject
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        subprocess.run([sys.executable, "eval/templated.py", "wmt24", args.txt_ts, "lang=es", f"out={tmp}",
+        subprocess.run([sys.executable, "eval/templated.py", "wmt24", txt_ts, "lang=es", f"out_dir={tmp}",
                         "plots=false"], cwd=ROOT, check=True)
         seconds = round(time.perf_counter() - started, 1)
         folder = Path(tmp) / "wmt24"
         summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
         shift = None
         if args.before_commit:
-            before = _items_before(args.before_commit, args.txt_ts, Path(tmp))
+            before = _items_before(args.before_commit, txt_ts, Path(tmp))
             shift = moved(read_items(before), read_items(folder))
             shift["before_commit"] = args.before_commit
             print(format_moved(shift))
@@ -149,7 +156,7 @@ def main() -> dict:
         "classes": _unknown_classes(summary),
     }
     figures = {
-        "command": "python eval/templated.py wmt24 TXT_TS lang=es out=OUT plots=false",
+        "command": "python eval/templated.py wmt24 TXT_TS lang=es out_dir=OUT plots=false",
         "segments": summary["segments"], "systems_scored": len(systems), "skipped": summary["skipped"],
         "paper_systems": list(PAPER_SYSTEMS),
         "flagged": {name: entry["flags"] for name, entry in systems.items() if entry["flags"]},
@@ -177,8 +184,19 @@ def main() -> dict:
         ("seconds, all systems", seconds, ""),
     ]
     conclude("wmt24_es", "WMT24 gender-resolution suite, en-es, 20 systems", rows, figures, goals, missed)
-    return figures
+
+
+COMMAND = Command(
+    name="bench-wmt24-es", script="bench/wmt24_es.py",
+    line="benchmark: the WMT24 suite on the 20 systems' en-es outputs",
+    settings=lambda: (Wmt24EsOptions,), run=_run, summary=__doc__ or "", recipe=None,
+    subject=Subject("TXT_TS", "the txt-ts folder of wmt-conference/wmt24-news-systems"),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return COMMAND.main(argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
