@@ -113,13 +113,19 @@ def score_completions(
         if prefix:
             extra = {"cache": batch_copy(prefix[1], len(batch)), "use_cache": True,
                      "position_ids": torch.arange(shared, shared + width, device=inner.device).expand(len(batch), -1)}
+        starts = [len(encoded[i][0]) - shared for i in batch]  # each row's first completion token, in the tail
+        first = min(starts) - 1  # the earliest position whose logits predict a completion token
+        # Only positions that predict a completion token are projected on the vocabulary (Gemma's LM head has 262k
+        # rows: the source tokens' logits would cost as much as the rest of the pass and are never read).
+        keep = torch.arange(first, width - 1, device=inner.device)
         with context, torch.inference_mode():
-            logits = inner._model(input_ids=ids, attention_mask=mask, **extra).logits.float()
-        logprobs = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:, None])[..., 0]
+            logits = inner._model(input_ids=ids, attention_mask=mask, logits_to_keep=keep, **extra).logits.float()
+            targets = ids[:, first + 1 :]
+            logprobs = logits.gather(-1, targets[..., None])[..., 0] - torch.logsumexp(logits, dim=-1)
         out = []
         for row, index in enumerate(batch):
-            start, n = len(encoded[index][0]) - shared, len(encoded[index][1])  # first completion token, in the tail
-            out.append(CompletionScore(float(logprobs[row, start - 1 : start - 1 + n].sum()), n))
+            offset, n = starts[row] - 1 - first, len(encoded[index][1])
+            out.append(CompletionScore(float(logprobs[row, offset : offset + n].sum()), n))
         return out
 
     def resilient(batch: list[int], prefix) -> list[CompletionScore]:
