@@ -20,14 +20,13 @@ and copied text below and most valid translations above; the record says how wel
 from __future__ import annotations
 
 import random
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from record import conclude
+from record import bench_command, conclude
 
-from gnt.cli.command import Call, Command, Subject
+from gnt.cli.command import Call, Subject
 from gnt.data.mgente import load_mgente
 from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD, chrf_pp
 
@@ -108,18 +107,9 @@ def _run(call: Call) -> None:
     conclude("adequacy_calibration", "chrF++ adequacy calibration", rows, figures, goals, missed)
 
 
-COMMAND = Command(
-    name="bench-adequacy-calibration", script="bench/adequacy_calibration.py",
-    line="benchmark: how chrF++ scores real translations and text that does not translate its source",
-    settings=lambda: (AdequacyCalibrationOptions,), run=_run, summary=__doc__ or "", recipe=None,
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: how chrF++ scores real translations and text that does not translate its source",
+    AdequacyCalibrationOptions, _run, __doc__,
     subject=Subject("MGENTE", "a folder of mGeNTE TSVs (default: the bundled sample, data/sample)",
-                    required=False),
+                    required=False)
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    return COMMAND.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

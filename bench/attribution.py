@@ -18,14 +18,13 @@ tests use: on a shared two-core machine more threads made the tiny model slower 
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from record import conclude
+from record import bench_command, conclude
 
-from gnt.cli.command import Call, Command
+from gnt.cli.command import Call
 
 LANGS = ("it", "es", "de", "el")
 CELL = "{lang}/G+S/4"
@@ -149,16 +148,7 @@ def _run(call: Call) -> None:
     conclude("attribution", title, table, figures, GOALS, missed)
 
 
-COMMAND = Command(
-    name="bench-attribution", script="bench/attribution.py",
-    line="benchmark: backward passes per row and rows/s of grad×input, batched vs per row",
-    settings=lambda: (AttributionBenchOptions,), run=_run, summary=__doc__ or "", recipe=None,
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: backward passes per row and rows/s of grad×input, batched vs per row",
+    AttributionBenchOptions, _run, __doc__
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    return COMMAND.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from record import conclude, module_at
+from record import bench_command, conclude, module_at
 
-from gnt.cli.command import Call, Command
+from gnt.cli.command import Call
 from gnt.io import read_json, read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,16 +154,7 @@ def _run(call: Call) -> None:
     conclude("compare_models", f"candidates after the same SFT budget (best: {best})", rows, figures, goals)
 
 
-COMMAND = Command(
-    name="bench-compare-models", script="bench/compare_models.py",
-    line="benchmark: the demo's candidate models after the same SFT budget, on dev",
-    settings=lambda: (CompareModelsOptions,), run=_run, summary=__doc__ or "", recipe=None,
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: the demo's candidate models after the same SFT budget, on dev",
+    CompareModelsOptions, _run, __doc__
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    return COMMAND.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from record import print_table, save_record
+from record import bench_command, print_table, save_record
 
-from gnt.cli.command import Call, Command
+from gnt.cli.command import Call
 
 LANG = "it"
 CELLS = (("G+S", 4), ("None", 0))
@@ -245,16 +244,7 @@ def _run(call: Call) -> None:
     print(f"record: {save_record('cpu_generation', figures, GOALS)}")
 
 
-COMMAND = Command(
-    name="bench-cpu-generation", script="bench/cpu_generation.py",
-    line="benchmark: the transformers backend (prefix reuse, constrained or not) vs plain model.generate",
-    settings=lambda: (CpuGenerationOptions,), run=_run, summary=__doc__ or "", recipe=None,
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: the transformers backend (prefix reuse, constrained or not) vs plain model.generate",
+    CpuGenerationOptions, _run, __doc__
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    return COMMAND.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

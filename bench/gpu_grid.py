@@ -52,10 +52,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from record import RESULTS_DIR, print_table, save_record
+from record import RESULTS_DIR, bench_command, print_table, save_record
 
 from gnt.bootstrap import DEFAULT_SAMPLES
-from gnt.cli.command import Call, Command
+from gnt.cli.command import Call
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -651,16 +651,7 @@ def report(figures: dict[str, Any], name: str) -> None:
     print(f"record: {RESULTS_DIR / (name + '.json')}")
 
 
-COMMAND = Command(
-    name="bench-gpu-grid", script="bench/gpu_grid.py",
-    line="benchmark: the 72,000-generation grid of a 7B-size model and its LoRA / QLoRA SFT on one GPU",
-    settings=lambda: (GpuGridOptions,), run=_run, summary=__doc__ or "", recipe=None,
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: the 72,000-generation grid of a 7B-size model and its LoRA / QLoRA SFT on one GPU",
+    GpuGridOptions, _run, __doc__
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    return COMMAND.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from record import conclude, tests_helper
+from record import bench_command, conclude, tests_helper
 
-from gnt.cli.command import Call, Command
+from gnt.cli.command import Call
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -167,16 +166,7 @@ def _run(call: Call) -> None:
     conclude("judge_throughput", title, rows, figures, GOALS, missed)
 
 
-COMMAND = Command(
-    name="bench-judge-throughput", script="bench/judge_throughput.py",
-    line="benchmark: the LLM judge over the HTTP backend at several concurrency limits",
-    settings=lambda: (JudgeThroughputOptions,), run=_run, summary=__doc__ or "", recipe=None,
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: the LLM judge over the HTTP backend at several concurrency limits",
+    JudgeThroughputOptions, _run, __doc__
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    return COMMAND.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

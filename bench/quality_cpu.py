@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from record import print_table, save_record
+from record import bench_command, print_table, save_record
 
-from gnt.cli.command import Call, Command
+from gnt.cli.command import Call
 from gnt.io import read_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -181,16 +181,7 @@ def _run(call: Call) -> int:
     return 0
 
 
-COMMAND = Command(
-    name="bench-quality-cpu", script="bench/quality_cpu.py",
-    line="benchmark: what the demo's base → SFT → DPO training does on a CPU, with CIs",
-    settings=lambda: (QualityCpuOptions,), run=_run, summary=__doc__ or "", recipe=None,
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: what the demo's base → SFT → DPO training does on a CPU, with CIs",
+    QualityCpuOptions, _run, __doc__
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    return COMMAND.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,12 +7,13 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from gnt.cli.command import Call, Command
 from gnt.io import write_json
 from gnt.records import environment_record
 
@@ -89,6 +90,20 @@ def conclude(
         print(f"  goal MISSED: {reason} — see bench/README.md")
     print(f"record: {save_record(name, figures, goals)}")
     return figures
+
+
+def bench_command(module: str, script_file: str, line: str, options: type, run: Callable[[Call], int],
+                  summary: str | None, **extra: Any) -> Command:
+    """The command of one benchmark script: ``bench-<file name>``, its options dataclass, no recipe file, the
+    module docstring as its help. Every benchmark is declared this one way, so their command lines agree; called
+    last in a script that runs as a program (``module`` is ``__main__``), it runs the command and exits with its
+    status."""
+    script = Path(script_file)
+    command = Command(name=f"bench-{script.stem.replace('_', '-')}", script=f"bench/{script.name}", line=line,
+                      settings=lambda: (options,), run=run, summary=summary or "", recipe=None, **extra)
+    if module == "__main__":
+        sys.exit(command.main())
+    return command
 
 
 class Timer:

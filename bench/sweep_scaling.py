@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from record import conclude
+from record import bench_command, conclude
 
-from gnt.cli.command import Call, Command
+from gnt.cli.command import Call
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL_RECIPE = ROOT / "recipes" / "eval-tiny.yaml"
@@ -264,16 +264,7 @@ def _run(call: Call) -> None:
     conclude("sweep_scaling", title, table, figures, GOALS, missed)
 
 
-COMMAND = Command(
-    name="bench-sweep-scaling", script="bench/sweep_scaling.py",
-    line="benchmark: checkpoint-sweep scaling and rerun",
-    settings=lambda: (SweepScalingOptions,), run=_run, summary=__doc__ or "", recipe=None,
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: checkpoint-sweep scaling and rerun",
+    SweepScalingOptions, _run, __doc__
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    return COMMAND.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -27,9 +27,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from record import conclude
+from record import bench_command, conclude
 
-from gnt.cli.command import Call, Command
+from gnt.cli.command import Call
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ("plain", "labelled", "labelled+shared")
@@ -111,16 +111,7 @@ def _run(call: Call) -> None:
     conclude("train_lean", "lean training forward on CPU", rows, figures, goals, missed)
 
 
-COMMAND = Command(
-    name="bench-train-lean", script="bench/train_lean.py",
-    line="benchmark: seconds per SFT step and peak memory on a CPU, plain TRL against gnt's lean forward",
-    settings=lambda: (TrainLeanOptions,), run=_run, summary=__doc__ or "", recipe=None,
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: seconds per SFT step and peak memory on a CPU, plain TRL against gnt's lean forward",
+    TrainLeanOptions, _run, __doc__
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    return COMMAND.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

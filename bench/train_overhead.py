@@ -20,7 +20,6 @@ Measured per run (the pair alternates order each repeat; medians over the repeat
 from __future__ import annotations
 
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from record import print_table, save_record
+from record import bench_command, print_table, save_record
 
-from gnt.cli.command import Call, Command
+from gnt.cli.command import Call
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_RECIPE = ROOT / "recipes" / "tiny.yaml"
@@ -341,16 +340,7 @@ def pack_fill(run: dict[str, Any]) -> float:
     return run["collated_real"] / capacity if capacity else float("nan")
 
 
-COMMAND = Command(
-    name="bench-train-overhead", script="bench/train_overhead.py",
-    line="benchmark: gnt-align's SFT stage vs a plain TRL SFTTrainer script, tokens/s",
-    settings=lambda: (TrainOverheadOptions,), run=_run, summary=__doc__ or "", recipe=None,
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: gnt-align's SFT stage vs a plain TRL SFTTrainer script, tokens/s",
+    TrainOverheadOptions, _run, __doc__
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    return COMMAND.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

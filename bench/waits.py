@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import logging
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from record import Timer, conclude, tests_helper
+from record import Timer, bench_command, conclude, tests_helper
 
 from gnt.checkpoint_queue.watch import watch
-from gnt.cli.command import Call, Command
+from gnt.cli.command import Call
 from gnt.generation.base import Constraint, GenerationRequest
 from gnt.generation.http_backend import HTTPBackend
 from gnt.models.tiny import ensure_tiny_model
@@ -87,16 +86,7 @@ def _run(call: Call) -> None:
     conclude("waits", "Waits (seconds that tests no longer assert)", rows, figures, goals, missed)
 
 
-COMMAND = Command(
-    name="bench-waits", script="bench/waits.py",
-    line="benchmark: the seconds of the waits tests no longer time",
-    settings=lambda: (WaitsOptions,), run=_run, summary=__doc__ or "", recipe=None,
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: the seconds of the waits tests no longer time",
+    WaitsOptions, _run, __doc__
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    return COMMAND.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

