@@ -16,7 +16,7 @@ import hashlib
 import json
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gnt.data.entry import LANGUAGES, Language
@@ -114,12 +114,17 @@ class GridPrompt:
 
 @dataclass(frozen=True)
 class _Segment:
+    """One prompt part before turns are merged: its role, its text and the span it will get (placed by
+    :func:`merge_segments`)."""
+
     role: str
     text: str
-    name: str
-    kind: str
-    shot: int | None = None
-    shot_type: str | None = None
+    part: PartSpan
+
+
+def _segment(role: str, text: str, name: str, kind: str, shot: int | None = None,
+             shot_type: str | None = None) -> _Segment:
+    return _Segment(role, text, PartSpan(name, kind, -1, 0, 0, shot, shot_type))
 
 
 def merge_segments(segments: Sequence[_Segment]) -> tuple[tuple[dict[str, str], ...], tuple[PartSpan, ...]]:
@@ -133,9 +138,7 @@ def merge_segments(segments: Sequence[_Segment]) -> tuple[tuple[dict[str, str], 
         else:
             start = 0
             messages.append({"role": segment.role, "content": segment.text})
-        parts.append(
-            PartSpan(segment.name, segment.kind, len(messages) - 1, start, start + len(segment.text), segment.shot, segment.shot_type)
-        )
+        parts.append(replace(segment.part, message=len(messages) - 1, start=start, end=start + len(segment.text)))
     return tuple(messages), tuple(parts)
 
 
@@ -145,7 +148,7 @@ def fit_messages(messages: Sequence[dict[str, str]], system_role: bool) -> list[
     Used on stored training rows (built without knowing the model); same merge rule as the builder.
     """
     segments = [
-        _Segment("user" if (m["role"] == "system" and not system_role) else m["role"], m["content"], "turn", "turn")
+        _segment("user" if (m["role"] == "system" and not system_role) else m["role"], m["content"], "turn", "turn")
         for m in messages
     ]
     merged, _ = merge_segments(segments)
@@ -187,16 +190,16 @@ class PromptGrid:
         texts = self.texts[cell.lang]
         segments: list[_Segment] = []
         if cell.has_system:
-            segments.append(_Segment("system" if system_role else "user", texts.system, "system", "system"))
-        segments.append(_Segment("user", texts.preamble, "preamble", "preamble"))
+            segments.append(_segment("system" if system_role else "user", texts.system, "system", "system"))
+        segments.append(_segment("user", texts.preamble, "preamble", "preamble"))
         if cell.has_guidelines:
-            segments.append(_Segment("user", texts.guidelines, "guidelines", "guidelines"))
+            segments.append(_segment("user", texts.guidelines, "guidelines", "guidelines"))
         demos = self.shots_for(cell.lang, cell.shots)
         for number, demo in enumerate(demos, start=1):
-            segments.append(_Segment("user", source_turn(demo.source), f"shot{number}_user", "shot_user", number, demo.kind))
+            segments.append(_segment("user", source_turn(demo.source), f"shot{number}_user", "shot_user", number, demo.kind))
             segments.append(
-                _Segment("assistant", demo.answer(cell.lang), f"shot{number}_assistant", "shot_assistant", number, demo.kind)
+                _segment("assistant", demo.answer(cell.lang), f"shot{number}_assistant", "shot_assistant", number, demo.kind)
             )
-        segments.append(_Segment("user", source_turn(source), "source", "source"))
+        segments.append(_segment("user", source_turn(source), "source", "source"))
         messages, parts = merge_segments(segments)
         return GridPrompt(cell, messages, parts, tuple(d.source for d in demos))
