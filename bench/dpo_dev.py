@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from record import conclude
+from record import bench_command, conclude
 
 from gnt.bootstrap import BootstrapSettings
-from gnt.cli.command import Call, Command
+from gnt.cli.command import Call
 from gnt.evaluation.metrics import compute_metrics
 from gnt.filenames import GENERATIONS
 from gnt.io import read_jsonl
@@ -48,6 +48,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "label_decision_seed1": ("seed=1",),
     "label_decision_ga4": ("gradient_accumulation_steps=4",),
     "label_decision_ga4_seed1": ("gradient_accumulation_steps=4", "seed=1"),
+    "label_decision_ga4_steps8": ("gradient_accumulation_steps=4", "max_steps=8", "save_steps=8"),
+    "label_decision_ga4_steps8_seed1": ("gradient_accumulation_steps=4", "max_steps=8", "save_steps=8", "seed=1"),
 }
 """Overrides of the DPO recipe per variant (the recipe's own settings: label_decision pairs, lr 5e-5, 10 steps)."""
 ORIGINS = ("mgente", "templated", "all")
@@ -145,16 +147,7 @@ def _run_variants(call: Call) -> None:
     conclude("dpo_dev", "DPO variants from one SFT adapter, scored on dev", rows, figures, goals)
 
 
-COMMAND = Command(
-    name="bench-dpo-dev", script="bench/dpo_dev.py",
-    line="benchmark: DPO variants from one SFT adapter, scored on dev",
-    settings=lambda: (DpoDevOptions,), run=_run_variants, summary=__doc__ or "", recipe=None,
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: DPO variants from one SFT adapter, scored on dev",
+    DpoDevOptions, _run_variants, __doc__
 )
-
-
-def main(argv: list[str] | None = None) -> int:
-    return COMMAND.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
