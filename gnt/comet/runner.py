@@ -1,11 +1,15 @@
 """Batch xCOMET scoring, executed INSIDE the comet environment (``.venv-comet``): JSONL in, JSONL + JSON out.
 
-    .venv-comet/bin/python gnt/comet/runner.py --input IN.jsonl --output OUT.jsonl --summary SUMMARY.json \
-        --model Unbabel/XCOMET-XL [--batch-size 8] [--gpus -1]
+    .venv-comet/bin/python gnt/comet/runner.py JOB.json
+
+where JOB.json is ``{"input": "IN.jsonl", "output": "OUT.jsonl", "summary": "SUMMARY.json",
+"model": "Unbabel/XCOMET-XL", "batch_size": 8, "gpus": -1, "progress": false}`` (the last three optional).
 
 Why a separate script: unbabel-comet 2.2.7 needs transformers < 5 and gnt needs transformers 5, so this file
 imports only the standard library, torch and comet (never ``gnt``) and is run by path with the comet
-environment's python; :mod:`gnt.comet.scoring` drives it from the main environment.
+environment's python; :mod:`gnt.comet.scoring` drives it from the main environment. Its one argument is a job file
+that the driver writes, so the process boundary carries files only and this side needs no command-line parser of
+its own (gnt's command layer is not installed here).
 
 Input lines: ``{"key", "src", "mt", "ref"}`` (keys unique). Output lines, in input order:
 ``{"key", "score", "error_spans"}`` where ``error_spans`` is a list of ``{"text", "start", "end", "severity",
@@ -14,15 +18,14 @@ not return spans (a non-XCOMET COMET model). The summary holds the system score 
 what produced it. Both files are written atomically, the summary last: a run that died leaves no summary, and the
 driver never mistakes a partial output for a finished one.
 
-``--model`` is a hub id (downloaded into the Hugging Face cache; gated models need ``HF_TOKEN`` or a prior
-``huggingface-cli login``), a checkpoint file, or a folder holding ``checkpoints/model.ckpt``. ``--gpus -1`` uses
+``model`` is a hub id (downloaded into the Hugging Face cache; gated models need ``HF_TOKEN`` or a prior
+``huggingface-cli login``), a checkpoint file, or a folder holding ``checkpoints/model.ckpt``. ``gpus: -1`` uses
 every visible CUDA device (0 on CPU); with more than one, comet runs Lightning DDP, which re-executes this script
 once per device, and only rank 0 returns from ``predict`` to write the files.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
@@ -168,25 +171,32 @@ def versions() -> dict[str, str]:
     return found
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="runner.py", description="Batch xCOMET scoring (comet environment).")
-    parser.add_argument("--input", type=Path, required=True)
-    parser.add_argument("--output", type=Path, required=True)
-    parser.add_argument("--summary", type=Path, required=True)
-    parser.add_argument("--model", required=True, help="hub id, checkpoint file or model folder")
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--gpus", type=int, default=-1, help="-1: every visible CUDA device (0 on CPU)")
-    parser.add_argument("--progress", action="store_true", help="show comet's progress bar")
-    args = parser.parse_args(argv)
+JOB_DEFAULTS = {"batch_size": 8, "gpus": -1, "progress": False}
+JOB_REQUIRED = ("input", "output", "summary", "model")
 
-    samples = read_inputs(args.input)
+
+def read_job(argv: list[str]) -> dict:
+    """The job file named by the one argument, with defaults filled in; a wrong job is the driver's bug."""
+    if len(argv) != 1:
+        raise SystemExit("usage: runner.py JOB.json  (keys: " + ", ".join((*JOB_REQUIRED, *JOB_DEFAULTS)) + ")")
+    job = {**JOB_DEFAULTS, **json.loads(Path(argv[0]).read_text(encoding="utf-8"))}
+    unknown = sorted(set(job) - set(JOB_REQUIRED) - set(JOB_DEFAULTS))
+    missing = [key for key in JOB_REQUIRED if not job.get(key)]
+    if unknown or missing:
+        raise SystemExit(f"{argv[0]}: unknown keys {unknown}, missing keys {missing}")
+    return job
+
+
+def main(argv: list[str] | None = None) -> int:
+    job = read_job(sys.argv[1:] if argv is None else argv)
+    samples = read_inputs(Path(job["input"]))
     if samples:
-        records, summary = score(samples, args.model, args.batch_size, args.gpus, args.progress)
+        records, summary = score(samples, job["model"], int(job["batch_size"]), int(job["gpus"]), bool(job["progress"]))
     else:  # nothing to do: no model load
-        records, summary = [], {"model": args.model, "n": 0, "system_score": None}
+        records, summary = [], {"model": job["model"], "n": 0, "system_score": None}
     summary["versions"] = versions()
-    write_text_atomic(args.output, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-    write_text_atomic(args.summary, json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
+    write_text_atomic(Path(job["output"]), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    write_text_atomic(Path(job["summary"]), json.dumps(summary, ensure_ascii=False, indent=2) + "\n")
     return 0
 
 

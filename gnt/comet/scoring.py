@@ -104,17 +104,17 @@ def run_runner(
         tmp_dir = Path(tmp)
         inp, out, summ = tmp_dir / "in.jsonl", tmp_dir / "out.jsonl", tmp_dir / "summary.json"
         write_jsonl(inp, items)
-        gpus = -1 if cfg.xcomet_gpus is None else cfg.xcomet_gpus
-        cmd = [
-            str(python), str(RUNNER), "--input", str(inp), "--output", str(out), "--summary", str(summ),
-            "--model", cfg.xcomet_model, "--batch-size", str(cfg.xcomet_batch_size), "--gpus", str(gpus),
-        ]
-        if cfg.xcomet_progress:
-            cmd.append("--progress")
+        job = {"input": str(inp), "output": str(out), "summary": str(summ), "model": cfg.xcomet_model,
+               "batch_size": cfg.xcomet_batch_size, "gpus": -1 if cfg.xcomet_gpus is None else cfg.xcomet_gpus,
+               "progress": bool(cfg.xcomet_progress)}
+        job_file = tmp_dir / "job.json"
+        job_file.write_text(json.dumps(job, ensure_ascii=False), encoding="utf-8")
+        cmd = [str(python), str(RUNNER), str(job_file)]
         log_file = log_path if log_path is not None else tmp_dir / "runner.log"
         log_file.parent.mkdir(parents=True, exist_ok=True)
         with open(log_file, "a", encoding="utf-8") as log:
-            log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {len(items)} items: {' '.join(cmd)}\n")
+            log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {len(items)} items: {' '.join(cmd)}\n"
+                      f"job: {json.dumps(job, ensure_ascii=False)}\n")
             log.flush()
             try:
                 # cwd = the temporary folder: comet/Lightning may write scratch files into the working directory

@@ -10,7 +10,7 @@ sigmoid so that segment scores are in [0, 1] like the real model's; the word-lev
 come out as error spans (the span path is exercised, not just the empty case).
 
 Two halves, for two environments:
-- :func:`build_checkpoint` runs INSIDE the comet environment (``python gnt/comet/tiny.py OUT_DIR``); it imports
+- :func:`build_checkpoint` runs INSIDE the comet environment (``python gnt/comet/tiny.py JOB.json``, the job naming OUT_DIR); it imports
   only comet and its dependencies, never gnt (gnt needs transformers 5, comet needs transformers < 5).
 - :func:`ensure_tiny_xcomet` runs in the main environment: it keys the cache folder by the builder's hash
   (this file + the comet pins), and runs the builder as a subprocess into ``$GNT_CACHE_DIR/models`` (or
@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 KIND = "tiny-xcomet"
@@ -201,8 +202,11 @@ def ensure_tiny_xcomet(cache_dir: Path | None = None, python: str | Path | None 
     interpreter = str(python) if python is not None else str(ensure_comet_env(auto_install=False))
 
     def build(tmp: Path) -> None:
-        cmd = [interpreter, str(Path(__file__).resolve()), str(tmp), "--final", str(final)]
-        done = subprocess.run(cmd, capture_output=True, text=True, env=subprocess_env(), timeout=900)
+        with tempfile.TemporaryDirectory(prefix="gnt-tiny-xcomet-") as scratch:
+            job = Path(scratch) / "job.json"
+            job.write_text(json.dumps({"out_dir": str(tmp), "final": str(final), "seed": 0}), encoding="utf-8")
+            cmd = [interpreter, str(Path(__file__).resolve()), str(job)]
+            done = subprocess.run(cmd, capture_output=True, text=True, env=subprocess_env(), timeout=900)
         if done.returncode != 0:
             raise RuntimeError(
                 f"building the tiny XCOMET failed (exit {done.returncode}):\n{done.stderr[-4000:]}"
@@ -212,15 +216,15 @@ def ensure_tiny_xcomet(cache_dir: Path | None = None, python: str | Path | None 
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="tiny.py", description=__doc__.splitlines()[0])
-    parser.add_argument("out_dir", type=Path)
-    parser.add_argument("--final", type=Path, default=None, help="folder the build will be renamed to")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    """``python tiny.py JOB.json`` in the comet environment: the job file holds ``out_dir`` and optionally ``final``
+    (the folder the build will be renamed to) and ``seed``; :func:`ensure_tiny_xcomet` writes it."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        raise SystemExit("usage: tiny.py JOB.json  (keys: out_dir, final, seed)")
+    job = json.loads(Path(args[0]).read_text(encoding="utf-8"))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    print(build_checkpoint(args.out_dir, args.final, args.seed))
+    final = Path(job["final"]) if job.get("final") else None
+    print(build_checkpoint(Path(job["out_dir"]), final, int(job.get("seed", 0))))
     return 0
 
 
