@@ -263,7 +263,7 @@ def test_a_backend_failing_everything_stops_the_sweep(tiny_model_dir: Path, tmp_
 
 
 def test_configuration_errors_are_clear(tmp_path: Path, tiny_model_dir: Path) -> None:
-    with pytest.raises(RecipeError, match="give --mgente"):
+    with pytest.raises(RecipeError, match="give mgente="):
         run_sweep(load_eval_config(None, model=str(tiny_model_dir), out_dir=str(tmp_path)))
     with pytest.raises(RecipeError, match="nothing to evaluate"):
         run_sweep(load_eval_config(None, out_dir=str(tmp_path)))

@@ -37,7 +37,7 @@ from gnt.records import environment_record
 
 MARKER = ".gnt-data-build"
 """Written into every build's output folder, listing the files the build wrote: the build replaces an existing
-``--out`` only when this marker is there and the folder holds nothing else (a user's files are never deleted)."""
+``out_dir`` only when this marker is there and the folder holds nothing else (a user's files are never deleted)."""
 
 
 @dataclass
@@ -208,23 +208,23 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def check_replaceable(config: BuildConfig) -> None:
-    """Refuse an ``--out`` that holds an input or anything the build did not write itself, before any work.
+    """Refuse an ``out_dir`` that holds an input or anything the build did not write itself, before any work.
 
-    The build swaps its output folder in whole, so replacing a folder of the user's (``--out .``, ``--out runs``,
+    The build swaps its output folder in whole, so replacing a folder of the user's (``out_dir=.``, ``out_dir=runs``,
     the mGeNTE folder itself) would delete their files. Only a folder carrying the build's marker, with no file
     beside those the marker lists, is replaced; an empty folder is filled.
     """
     out = Path(config.out_dir).resolve()
-    inputs = [("--mgente", config.mgente), ("--prompts", config.prompts_dir),
-              ("--judge-exemplars", config.judge_exemplars_dir)]
+    inputs = [("mgente", config.mgente), ("prompts_dir", config.prompts_dir),
+              ("judge_exemplars_dir", config.judge_exemplars_dir)]
     for flag, value in inputs:
         if value and Path(value).exists() and _inside(Path(value).resolve(), out):
-            raise DataError(f"--out {config.out_dir} contains the input {flag} {value}; the build replaces its output "
-                            "folder whole, so write it elsewhere (e.g. --out outputs/data)")
+            raise DataError(f"out_dir={config.out_dir} contains the input {flag}={value}; the build replaces its output "
+                            "folder whole, so write it elsewhere (e.g. out_dir=outputs/data)")
     if not out.exists():
         return
     if not out.is_dir():
-        raise DataError(f"--out {config.out_dir} is a file, not a folder")
+        raise DataError(f"out_dir={config.out_dir} is a file, not a folder")
     present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() or p.is_symlink()}
     if not present and not any(out.iterdir()):
         return
@@ -238,14 +238,14 @@ def check_replaceable(config: BuildConfig) -> None:
     elif _legacy_build(out):
         listed = set(LEGACY_FILES)
     if listed is None:
-        raise DataError(f"--out {config.out_dir} already exists and was not written by data/build.py (no {MARKER} "
-                        "marker); the build replaces its output folder whole, so choose a new --out or move that "
+        raise DataError(f"out_dir={config.out_dir} already exists and was not written by data/build.py (no {MARKER} "
+                        "marker); the build replaces its output folder whole, so choose a new out_dir or move that "
                         "folder away yourself")
     foreign = sorted(present - listed - {MARKER})
     if foreign:
         more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-        raise DataError(f"--out {config.out_dir} holds files the build did not write ({', '.join(foreign[:3])}{more}); "
-                        "rebuilding would delete them: move them out or choose a new --out")
+        raise DataError(f"out_dir={config.out_dir} holds files the build did not write ({', '.join(foreign[:3])}{more}); "
+                        "rebuilding would delete them: move them out or choose a new out_dir")
 
 
 def _write_lines(path: Path, records: list[dict]) -> None:

@@ -67,12 +67,12 @@ def load_rows(config: EvalConfig, models: list[ModelUnderTest], grid: PromptGrid
         data_dirs = sorted({str(_resolve_data_dir(m)) for m in models if m.adapter is not None and m.data_dir})
         if not data_dirs:
             raise RecipeError(
-                "no rows to evaluate: the models name no data build; give --mgente (a folder, a TSV or FBK-MT/mGeNTE)"
+                "no rows to evaluate: the models name no data build; give mgente= (a folder, a TSV or FBK-MT/mGeNTE)"
             )
         if len(data_dirs) > 1:
             raise RecipeError(
                 f"the runs were trained on different data builds ({', '.join(data_dirs)}); evaluate them in separate "
-                "sweeps, or give --mgente to score all on the same rows"
+                "sweeps, or give mgente= to score all on the same rows"
             )
         data_dir = Path(data_dirs[0])
         origins = ("mgente", "templated") if config.templated_rows else ("mgente",)

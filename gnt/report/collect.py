@@ -443,7 +443,7 @@ def collect(results_dir: str | Path, judge_validation: Iterable[str | Path] = ()
     """
     directory = Path(results_dir)
     if not directory.is_dir():
-        raise FileNotFoundError(f"{directory}: results folder not found (the --out of eval/evaluate.py)")
+        raise FileNotFoundError(f"{directory}: results folder not found (the out_dir of eval/evaluate.py)")
     warnings: list[str] = []
     summary: Any = {}
     if (directory / SUMMARY).is_file():

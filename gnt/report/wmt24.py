@@ -1,7 +1,7 @@
 """The report's WMT24 gender-resolution block: the paper's four tables, our checkpoints placed among the systems.
 
 Read from ``<results>/wmt24/summary.json`` (written by ``python eval/templated.py wmt24 ...`` with the same
-``out=``); nothing is shown when that file is absent. Rendered under the templated suite's section.
+``out_dir=``); nothing is shown when that file is absent. Rendered under the templated suite's section.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ class ProjectArgs(WandbSettings):
     shared group of :mod:`gnt.settings`."""
 
     data_dir: str | None = field(
-        default=None, metadata={"help": "Directory written by `python data/build.py --out DIR` (required)."}
+        default=None, metadata={"help": "Directory written by `python data/build.py out_dir=DIR` (required)."}
     )
     max_train_samples: int | None = field(
         default=None, metadata={"help": "Use a seeded sample of at most N training rows (quick runs)."}

@@ -52,7 +52,7 @@ def stage_files(data_dir: Path, stage: str) -> dict[str, Path]:
 def check_data_dir(data_dir: str | Path, stage: str) -> Path:
     """The data directory, or a TrainingError saying what is missing and the command that builds it."""
     path = Path(data_dir)
-    build = f"python data/build.py --out {data_dir}"
+    build = f"python data/build.py out_dir={data_dir}"
     if not path.is_dir():
         raise TrainingError(f"data_dir: {data_dir} does not exist. Build it with `{build}`.")
     if not (path / MANIFEST).is_file():

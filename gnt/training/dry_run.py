@@ -23,7 +23,7 @@ from gnt.training.world import launch_info
 def _data_status(data_dir: str, stage: str) -> str:
     path = Path(data_dir)
     if not (path / MANIFEST).is_file():
-        return f"MISSING (build it: python data/build.py --out {data_dir})"
+        return f"MISSING (build it: python data/build.py out_dir={data_dir})"
     rows = path / stage / "train.jsonl"
     return f"found ({rows} present)" if rows.is_file() else f"found, but {rows} is MISSING"
 

@@ -18,7 +18,7 @@ Files written to ``<out>/wmt24/`` (other tools read these names)::
     record.json        inputs (folder, lexicon files and hashes), options, segment count, systems skipped
 
 Every table is macro-averaged over its template types as Dawkins et al. (2025) define them (:mod:`.templates`,
-:mod:`.tables`). Our models (``run=``/``adapter=``/``model=``) are translated through
+:mod:`.tables`). Our models (``runs=``/``adapters=``/``model=``) are translated through
 :mod:`gnt.evaluation.driver`, like the grid sweep and the templated suite: one backend per base model, the results
 folder's generation cache (a rerun generates nothing), the same counters, and a run error when every generation
 of a model failed; each is then placed among the WMT24 systems (:mod:`.placement`).
