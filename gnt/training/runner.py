@@ -16,7 +16,7 @@ from gnt.recipe import RecipeError, ResolvedRecipe
 from gnt.training.base_model import check_quantization_available
 from gnt.training.callbacks import standard_callbacks
 from gnt.training.config import TrainingError, TrainSetup, build_setup
-from gnt.training.data import TrainingData, load_training_data
+from gnt.training.data import TrainingData, check_data_dir, load_training_data
 from gnt.training.resume import AUTO, recipe_changes, resume_checkpoint
 from gnt.training.run_lock import RunLock, hold_run_folder
 from gnt.training.run_record import RUN_RECORD, build_run_record, now, read_run_record, write_run_record
@@ -86,7 +86,12 @@ def _device(training_args: Any) -> str:
 
 
 def hold_folder(setup: TrainSetup) -> RunLock | None:
-    """Rank 0 takes the run's output folder (a second run into it refuses, naming this one); other ranks None."""
+    """Rank 0 takes the run's output folder (a second run into it refuses, naming this one); other ranks None.
+
+    A missing data build is the commonest first error, so it is checked first (reading only): a run refused for
+    it creates no output folder.
+    """
+    check_data_dir(setup.project.data_dir, setup.stage)
     if setup.training_args.process_index != 0:  # sets up the process group on every rank
         return None
     return hold_run_folder(setup.output_dir, setup.stage)
