@@ -95,6 +95,29 @@ def test_all_errors_reported_at_once(tmp_path: Path) -> None:
     assert [e.line for e in errors_of(excinfo)] == [2, 3]
 
 
+def test_a_malformed_row_does_not_hide_the_other_rows_errors(tmp_path: Path) -> None:
+    rows = [list(r) for r in GOOD_ROWS]
+    rows[0][2] = "Set-X"
+    rows[1] = rows[1][:5]
+    path = write_tsv(tmp_path / "en-it.tsv", rows)
+    with pytest.raises(DataErrors) as excinfo:
+        read_tsv(path)
+    assert [(e.line, e.column) for e in errors_of(excinfo)] == [(2, "SET"), (3, "REF-N")]
+
+
+def test_every_language_files_errors_come_in_one_report(tmp_path: Path) -> None:
+    bad_it = [list(r) for r in GOOD_ROWS]
+    bad_it[0][2] = "Set-X"
+    write_tsv(tmp_path / "en-it.tsv", bad_it)
+    bad_es = [[c.replace("IT-", "ES-") for c in r] for r in GOOD_ROWS]
+    bad_es[1][3] = ""
+    write_tsv(tmp_path / "en-es.tsv", bad_es)
+    with pytest.raises(DataErrors) as excinfo:
+        read_directory(tmp_path, ["it", "es"])
+    found = [(Path(e.path).name, e.line, e.column) for e in errors_of(excinfo)]
+    assert found == [("en-it.tsv", 2, "SET"), ("en-es.tsv", 3, "SRC")]
+
+
 def test_missing_column(tmp_path: Path) -> None:
     header = HEADER.replace("\tREF-N", "")
     rows = [[c for i, c in enumerate(r) if i != 5] for r in GOOD_ROWS]

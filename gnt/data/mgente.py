@@ -135,6 +135,16 @@ def _decode_lines(path: Path) -> list[str]:
 
 def read_table(path: Path, required: tuple[str, ...]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     """Read a headed TSV into ``(header, [(line, row)])``, checking the delimiter, columns and field counts."""
+    header, rows, errors = _read_table(path, required)
+    if errors:
+        raise DataErrors(errors)
+    return header, rows
+
+
+def _read_table(path: Path, required: tuple[str, ...]
+                ) -> tuple[list[str], list[tuple[int, dict[str, str]]], list[DataError]]:
+    """The header, the well-formed rows and the malformed rows' errors (a bad header raises at once: no row can be
+    read without it), so a caller can check the well-formed rows too and report every problem of a file at once."""
     path = Path(path)
     lines = _decode_lines(path)
     if not lines:
@@ -161,13 +171,11 @@ def read_table(path: Path, required: tuple[str, ...]) -> tuple[list[str], list[t
             continue
         cells = line.split("\t")
         if len(cells) != len(header):
-            column = header[min(len(cells), len(header)) - 1] if len(cells) < len(header) else len(header) + 1
+            column = header[len(cells)] if len(cells) < len(header) else len(header) + 1  # the first missing one
             errors.append(DataError(f"expected {len(header)} tab-separated fields, found {len(cells)}", path, number, column))
             continue
         rows.append((number, dict(zip(header, cells, strict=True))))
-    if errors:
-        raise DataErrors(errors)
-    return header, rows
+    return header, rows, errors
 
 
 def read_common_references(path: Path) -> dict[str, tuple[str, ...]]:
@@ -213,10 +221,15 @@ def read_tsv(path: str | Path, lang: Language | None = None, common_path: str | 
     """Load one mGeNTE TSV (one language pair), plus its common-set file when given or found beside it."""
     path = Path(path)
     lang = lang or language_of(path)
-    _, rows = read_table(path, REQUIRED_COLUMNS)
-    if not rows:
+    _, rows, errors = _read_table(path, REQUIRED_COLUMNS)
+    if not rows and not errors:
         raise DataError("no data rows after the header", path, 2)
-    entries = rows_to_entries(rows, lang, str(path))
+    try:
+        entries = rows_to_entries(rows, lang, str(path))
+    except DataErrors as found:
+        errors = [*errors, *found.errors]
+    if errors:
+        raise DataErrors(sorted(errors, key=lambda e: e.line or 0))
     common_file = Path(common_path) if common_path else path.parent / "common" / path.name
     if common_file.is_file():
         common = _common_rows(common_file)
@@ -229,12 +242,22 @@ def read_directory(directory: str | Path, langs: Iterable[Language] = LANGUAGES)
     """Load ``en-xx.tsv`` for each requested language from a directory (missing files are an error)."""
     directory = Path(directory)
     entries: list[Entry] = []
-    for lang in langs:
-        path = directory / f"en-{lang}.tsv"
-        if not path.is_file():
+    failures: list[DataError | DataErrors] = []  # every file's problems in one report
+    langs = tuple(langs)
+    for lang in langs:  # a missing file is a wrong folder or language list: said before reading any file
+        if not (directory / f"en-{lang}.tsv").is_file():
             found = ", ".join(sorted(p.name for p in directory.glob("*.tsv"))) or "no .tsv files"
             raise DataError(f"missing en-{lang}.tsv for language {lang!r} (found: {found})", directory)
-        entries.extend(read_tsv(path, lang))
+    for lang in langs:
+        path = directory / f"en-{lang}.tsv"
+        try:
+            entries.extend(read_tsv(path, lang))
+        except (DataError, DataErrors) as found:
+            failures.append(found)
+    if len(failures) == 1:
+        raise failures[0]
+    if failures:
+        raise DataErrors([e for f in failures for e in (f.errors if isinstance(f, DataErrors) else [f])])
     return entries
 
 
