@@ -127,3 +127,9 @@ def test_untranslated_detection_spares_single_copied_words():
     assert looks_untranslated(source, source)
     assert not looks_untranslated("«Sono stubborn», disse.", source)
     assert not looks_untranslated("„Ich bin intelligent“, sagte die Person.", '"I\'m intelligent," they said.')
+    # an echo of the whole plain prompt is mostly the instruction's words, not the source's
+    prompt = f"Translate the following English text into Italian. Reply with the translation only.\n\n{source}"
+    echo = f"{prompt} mendatang model Translate the following English text into Italian."
+    assert not looks_untranslated(echo, source)
+    assert looks_untranslated(echo, source, prompt)
+    assert not looks_untranslated("«Sono testarda», ha detto.", source, prompt)

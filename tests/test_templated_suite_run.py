@@ -165,6 +165,31 @@ def test_a_checkpoint_whose_every_generation_failed_fails_the_run_and_stays_out_
     assert len(read_json(out / "templated_suite" / "summary.json")["models"]) == 3
 
 
+def test_a_model_that_echoes_its_plain_prompt_is_untranslated_not_neutral(tmp_path, scripted_run):
+    """Gemma 3 270M's base repeats the plain prompt (instruction, source, the instruction again): the English
+    adjective is in it, but that is no translation, so it must not count as the neutral strategy N4."""
+    references = _references(("it",), 3)
+    working = _reply_factory(references)
+
+    def reply(request: GenerationRequest) -> str:
+        text = request.messages[-1][1]
+        if request.adapter is None and request.constraint is None:  # the base, plain style: an echo
+            return f"{text} mendatang\nmodel\n{text.split(chr(10))[0]}"
+        return working(request)
+
+    suite, evaluation = load_config(
+        None, [("pairs_per_lang", 3), ("langs", "it"), ("bootstrap_samples", 20), ("plots", False),
+               ("progress", False), ("chunk_size", 100)],
+        runs=[str(scripted_run)], model="scripted", out_dir=str(tmp_path / "eval"),
+    )
+    run_suite(suite, evaluation, backend_factory=lambda c, b, a: ScriptedBackend(reply))
+    outputs = [r for r in read_jsonl(tmp_path / "eval" / "base" / "templated" / "outputs.jsonl") if r["style"] == "plain"]
+    assert outputs and {r["label"] for r in outputs} == {"unknown"}
+    assert {r["reason"] for r in outputs} == {"untranslated"}
+    trained = read_jsonl(tmp_path / "eval" / "sft" / "checkpoint-2" / "templated" / "outputs.jsonl")
+    assert {r["label"] for r in trained if r["style"] == "plain"} - {"unknown"}  # real translations are still read
+
+
 def test_suite_comes_from_the_runs_data_build_and_is_limited_per_template(tmp_path):
     data = tmp_path / "data"
     write_suite(generate_pairs(("it", "es"), max_pairs=200, seed=1), data / SUITE_FILE)

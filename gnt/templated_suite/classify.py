@@ -40,7 +40,8 @@ Two safeguards make lookups robust to the rest of the sentence:
 * *context*: some templates contain a form of the focus adjective outside the slot (es "de forma tan emotiva. Eres
   {adj}" with adjective *emotional*). Every match found in the item's neutral reference outside the slot is
   expected context, and as many matches with the same key are discounted from the translation (earliest first);
-* *untranslated*: a "translation" that is mostly the English source is ``unknown`` (``untranslated``), not N4.
+* *untranslated*: a "translation" that is mostly the English source (or the plain prompt's English instruction,
+  which a base model may echo) is ``unknown`` (``untranslated``), not N4.
 """
 
 from __future__ import annotations
@@ -407,10 +408,15 @@ def _find(rules: list[Rule], folded: str) -> list[_Match]:
 _WORDS = re.compile(r"\w+")
 
 
-def looks_untranslated(translation: str, source: str) -> bool:
-    """Whether ``translation`` is mostly the English source (an echo, not a rendering that copies one word)."""
+def looks_untranslated(translation: str, source: str, english: str = "") -> bool:
+    """Whether ``translation`` is mostly the English source (an echo, not a rendering that copies one word).
+
+    ``english``: other English text the model was shown (the plain prompt's instruction), whose words count as
+    echoed too: a base model that repeats its prompt writes no translation, and its copied English adjective must
+    not read as the neutral strategy N4.
+    """
     words = _WORDS.findall(normalise(translation))
-    source_words = set(_WORDS.findall(normalise(source)))
+    source_words = set(_WORDS.findall(normalise(source))) | set(_WORDS.findall(normalise(english)))
     if not words:
         return False
     if len(words) < 3:
@@ -444,11 +450,12 @@ class Classifier:
             self._context[key] = in_reference - in_slot
         return self._context[key]
 
-    def classify(self, translation: str | None, record: Mapping) -> Classification:
-        """Class of ``translation`` for the suite item ``record`` (a :func:`gnt.data.templated.suite_records` dict)."""
+    def classify(self, translation: str | None, record: Mapping, english: str = "") -> Classification:
+        """Class of ``translation`` for the suite item ``record`` (a :func:`gnt.data.templated.suite_records` dict);
+        ``english``: the English prompt text besides the source that an echo would repeat."""
         if translation is None or not translation.strip():
             return Classification(UNKNOWN, reason="empty")
-        if looks_untranslated(translation, record.get("source") or ""):
+        if looks_untranslated(translation, record.get("source") or "", english):
             return Classification(UNKNOWN, reason="untranslated")
         forms = Forms.of(record)
         folded, index = normalise_with_map(translation)

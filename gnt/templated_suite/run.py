@@ -316,7 +316,10 @@ class SuiteTask:
         if error is not None:
             result = Classification(UNKNOWN, reason=f"extraction:{error}")
         else:
-            result = self.classifier.classify(translation, record)
+            # the plain prompt is English throughout, so its echo is no translation; the grid prompt holds target-
+            # language shots, whose words a real translation shares, so there only the source counts as an echo
+            english = plain_messages(record["source"], record["lang"])[0]["content"] if req.style == "plain" else ""
+            result = self.classifier.classify(translation, record, english)
         item = {
             "model": model.name,
             "style": req.style,
