@@ -69,7 +69,7 @@ HEADLINE = {
     "Label bal. acc.": ("label_balanced_accuracy", None),
     "Label macro-F1": ("label_macro_f1", None),
     "Adequate": ("adequacy", "adequate"),
-    "GNT acc. Set-N, adequate": ("gnt_accuracy_adequate", "Set-N"),
+    "GNT acc. Set-N, inadequate = wrong": ("gnt_accuracy_adequate", "Set-N"),
     "Label acc. Set-G": ("label_accuracy", "Set-G"),
     "Label acc. Set-N": ("label_accuracy", "Set-N"),
     "GNT acc. Set-N": ("gnt_accuracy", "Set-N"),
@@ -445,3 +445,11 @@ def test_a_later_stage_that_loses_the_decision_is_said_in_words(tmp_path: Path) 
     kept = _staged_model(tmp_path, "dpo/checkpoint-10", "dpo", 10, "NEUTRAL")
     assert not [w for w in meaning_warnings(Results(tmp_path, {}, [base, sft, kept], [], [], {}))
                 if w.startswith("Stage regression")]
+
+
+def test_the_judge_is_named_once_when_its_format_repeats_its_name() -> None:
+    from gnt.report.document import _judge_name
+
+    assert _judge_name("lexical", "LEXICAL") == "the lexical judge"  # not "lexical (LEXICAL)"
+    assert _judge_name("lexical", "MONO-L") == "lexical (MONO-L)"
+    assert _judge_name("Qwen/Qwen2.5-72B-Instruct", None) == "Qwen/Qwen2.5-72B-Instruct"

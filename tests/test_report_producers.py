@@ -166,6 +166,10 @@ def test_every_block_of_a_produced_folder_is_read(produced: Path) -> None:
     [templated] = templated_rows(model.templated_metrics)
     suite = read_json(produced / "base" / "templated" / "metrics.json")["styles"]["plain"]["it"]["subsets"]
     assert templated["ΔN"][0] == suite["all"]["delta"]["N"]["value"] and templated["N_det"][0] == suite["all"]["N_det"]["value"]
+    counts = suite["all"]["counts"]
+    unknown = counts["determined"]["unknown"] + counts["ambiguous"]["unknown"]
+    total = sum(counts["determined"].values()) + sum(counts["ambiguous"].values())
+    assert templated["unclassified"].startswith(f"{100 * unknown / total:.0f}%")  # the share no class was read from
     assert len(model.templated_items) == 16 and {i["variant"] for i in model.templated_items} == {"determined", "ambiguous"}
     assert results.alpha == metrics["bootstrap"]["alpha"]
 

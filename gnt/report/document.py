@@ -148,9 +148,9 @@ def judge_line(results: Results) -> tuple[str, list[dict]]:
         for judgment in model.judgments[:50]:
             name, fmt = judgment.get("judge"), judgment.get("format")
             if name:
-                judges.add(f"{name}" + (f" ({fmt})" if fmt else ""))
+                judges.add(_judge_name(name, fmt))
     if block.get("judge_model") or block.get("kind"):
-        judges = {f"{block.get('judge_model') or block.get('kind')} ({block.get('format') or 'format not recorded'})"}
+        judges = {_judge_name(block.get("judge_model") or block.get("kind"), block.get("format") or "format not recorded")}
     who = ", ".join(sorted(judges)) if judges else "the judge recorded in judgments.jsonl"
     sentences = [f"GNT accuracy and coherence come from {who}."]
     if blocks:
@@ -178,6 +178,13 @@ def judge_line(results: Results) -> tuple[str, list[dict]]:
     return " ".join(sentences), validity
 
 
+def _judge_name(name: str, fmt: str | None) -> str:
+    """``judge (FORMAT)``, or the name alone where the format only repeats it (the lexical judge's is LEXICAL)."""
+    if fmt and str(fmt).lower() != str(name).lower():
+        return f"{name} ({fmt})"
+    return "the lexical judge" if str(name).lower() == "lexical" else name
+
+
 def _headline_section(results: Results, bootstrap: BootstrapSettings, data: dict) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Headline: base vs checkpoints", "headline")]
     base = results.base
@@ -187,7 +194,9 @@ def _headline_section(results: Results, bootstrap: BootstrapSettings, data: dict
         "against every reference of the row; xCOMET on its 0–1 scale; extraction errors as count and rate). "
         "Label bal. acc. is the mean of the Set-G and Set-N label accuracies: any constant label scores 50 (the "
         "row under the models gives the best constant's scores). \"Adequate\" is the share of outputs that translate "
-        "their source (chrF++ ≥ 30); the adequate-only GNT column counts the others as failures. " + (
+        "their source (chrF++ ≥ 30); \"GNT acc. Set-N, inadequate = wrong\" counts the others as failures, while "
+        "\"GNT acc. Set-N\" leaves out the outputs the judge did not judge (extraction errors are failures in "
+        "both). " + (
             f"▲ marks a checkpoint significantly better than `{base.name}` (higher accuracy, fewer extraction "
             "errors), ▼ significantly worse (paired bootstrap over the same rows and cells, Holm-adjusted within "
             f"the table, α = {results.alpha:g}). Preference accuracy: the share of held-out preference pairs whose chosen answer "
@@ -260,26 +269,26 @@ def meaning_warnings(results: Results) -> list[str]:
                 f"Label collapse: `{model.name}` gives {distribution['collapsed']} to "
                 f"{100 * distribution['majority_share']:.0f}% of its readable outputs (≥ "
                 f"{100 * distribution['collapse_share']:.0f}%): its label accuracy on one set is a constant's, "
-                "and its balanced accuracy is what tells whether it decides")
+                "and its balanced accuracy is what tells whether it decides.")
         adequacy = block.get("adequacy") or {}
         adequate = read_stat(adequacy.get("adequate"))
         if adequate is not None and adequate[0] < MOSTLY_INADEQUATE:
             errors = read_stat((block.get("extraction_errors") or {}).get("rate"))
             because = (f"{100 * errors[0]:.0f}% of them are extraction errors, "
-                       f"{adequacy.get('n_inadequate', 0)} more translations score below it"
+                       f"{adequacy.get('n_inadequate', 0)} more score below it"
                        if errors is not None else "")
             out.append(
                 f"Most outputs of `{model.name}` do not translate their source: only {100 * adequate[0]:.0f}% "
                 f"reach chrF++ {adequacy.get('threshold', ADEQUACY_THRESHOLD):g} against any reference ({because}). "
-                "Its GNT accuracy over all outputs is therefore mostly not about translations; read the "
-                "adequate-only column")
+                "Its GNT accuracy is therefore mostly not about translations; read the \"inadequate = wrong\" "
+                "column.")
     out += stage_regressions(results)
     return out
 
 
 REGRESSION_METRICS: tuple[tuple[str, str | None, str], ...] = (
     ("label_balanced_accuracy", None, "label balanced accuracy"),
-    ("gnt_accuracy_adequate", "Set-N", "Set-N GNT accuracy among adequate translations"),
+    ("gnt_accuracy_adequate", "Set-N", "Set-N GNT accuracy (inadequate translations counted wrong)"),
     ("chrf", None, "chrF++"),
 )
 """What a later training stage must not lose against the stage before it without the report saying so."""
@@ -311,7 +320,7 @@ def stage_regressions(results: Results) -> list[str]:
             f"Stage regression: `{after.name}` ({after.stage}) loses {title} against `{before.name}` "
             f"({before.stage}): {scale * test.delta:+.1f} points, 95% CI [{scale * test.lo:+.1f}, "
             f"{scale * test.hi:+.1f}], Holm-adjusted p = {p_value:.3f} over {test.n_pairs} matched outputs. The "
-            "later stage undid part of what the earlier one reached")
+            "later stage undid part of what the earlier one reached.")
     return out
 
 
@@ -403,12 +412,15 @@ def _templated_section(results: Results, figures: Path, data: dict) -> list[Bloc
         shown = True
         blocks.append(Heading(3, model.name))
         if rows:
-            header = ["style", "lang", *TEMPLATED_COLUMNS]
+            header = ["style", "lang", *TEMPLATED_COLUMNS, "unclassified"]
             body = [[str(r.get("style", "—")), str(r["lang"]),
-                     *(_signed(r.get(k), signed=k != "N_det") for k in TEMPLATED_COLUMNS)] for r in rows]
+                     *(_signed(r.get(k), signed=k != "N_det") for k in TEMPLATED_COLUMNS),
+                     str(r.get("unclassified", "—"))] for r in rows]
             blocks.append(Table(header, body, "Proportions of classified outputs, ambiguous minus determined inputs "
                                 "(95% CI). ΔN > 0: more neutral output when the gender is ambiguous (a neutral "
-                                "response); ΔM > 0: a masculine default; N_det: neutrality on determined inputs.",
+                                "response); ΔM > 0: a masculine default; N_det: neutrality on determined inputs. "
+                                "Unclassified: outputs no form was read from (never guessed), with the reasons; "
+                                "untranslated = the output repeats the English source or prompt.",
                                 name=f"templated:{model.name}"))
             data["templated"][model.name] = [{k: (list(v) if isinstance(v, tuple) else v) for k, v in r.items()}
                                              for r in rows]

@@ -44,7 +44,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("chrf", "chrF++", ("adequacy",), ("chrf",), "points", test=("chrf", None)),
     Column("adequate", "Adequate", ("adequacy",), ("adequate",), test=("adequate", None)),
     Column("gnt_n", "GNT acc. Set-N", ("gnt_accuracy",), ("Set-N",), test=("gnt_accuracy", "Set-N")),
-    Column("gnt_n_adequate", "GNT acc. Set-N, adequate", ("gnt_accuracy_adequate",), ("Set-N",),
+    Column("gnt_n_adequate", "GNT acc. Set-N, inadequate = wrong", ("gnt_accuracy_adequate",), ("Set-N",),
            test=("gnt_accuracy_adequate", "Set-N")),
     Column("gnt_g", "GNT acc. Set-G", ("gnt_accuracy",), ("Set-G",), test=("gnt_accuracy", "Set-G")),
     Column("coh_n", "Coherence (NEUTRAL label)", ("coherence",), ("NEUTRAL",), test=("coherence", "NEUTRAL")),
@@ -216,7 +216,7 @@ def _stat4(value: Any) -> tuple[float, float | None, float | None, int | None] |
 
 
 def templated_rows(metrics: TemplatedMetrics | None) -> list[dict[str, Any]]:
-    """Rows ``{"style", "lang", "ΔM", "ΔF", "ΔN", "N_det", "ΔN omission", "ΔN active"}`` of a templated-suite
+    """Rows ``{"style", "lang", "ΔM", "ΔF", "ΔN", "N_det", "ΔN omission", "ΔN active", "unclassified"}`` of a templated-suite
     ``metrics.json`` (values are ``(value, lo, hi, n)``; absent ones missing).
 
     Reads the suite's format (gnt.templated_suite.metrics): ``styles → lang → subsets → {all, omission, active}
@@ -235,8 +235,25 @@ def templated_rows(metrics: TemplatedMetrics | None) -> list[dict[str, Any]]:
             row["N_det"] = _stat4(block.get("N_det"))
             for subset in ("omission", "active"):
                 row[f"ΔN {subset}"] = _stat4(((subsets.get(subset) or {}).get("delta") or {}).get("N"))
+            row["unclassified"] = _unclassified(block)
             rows.append({k: v for k, v in row.items() if v is not None})
     return rows
+
+
+def _unclassified(block: dict) -> str | None:
+    """``"72% (untranslated 23, no_form 9)"``: the outputs no class was read from, with their reasons, so a row of
+    dashes (nothing classified: e.g. a base model that echoes its prompt) is explained, not a blank."""
+    counts = block.get("counts") or {}
+    total = sum(sum((counts.get(v) or {}).values()) for v in ("determined", "ambiguous"))
+    if not total:
+        return None
+    unknown = sum(int((counts.get(v) or {}).get("unknown") or 0) for v in ("determined", "ambiguous"))
+    reasons: dict[str, int] = {}
+    for variant in ("determined", "ambiguous"):
+        for reason, n in ((block.get("unknown_reasons") or {}).get(variant) or {}).items():
+            reasons[reason] = reasons.get(reason, 0) + int(n)
+    listed = ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{100 * unknown / total:.0f}%" + (f" ({listed})" if listed else "")
 
 
 def judge_validity(validation: dict) -> dict[str, Any]:
