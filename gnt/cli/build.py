@@ -5,7 +5,8 @@
     python data/build.py mgente=FBK-MT/mGeNTE langs=it,es        # the hub (gated: log in first)
     python data/build.py recipes/my-data.yaml seed=1             # the same keys from a YAML file
 
-The keys are the fields of gnt.data.build.BuildConfig. Exit status 2 on invalid input (each problem printed as
+The keys are the fields of gnt.data.build.BuildConfig and, for the judge's training rows,
+gnt.judge.training_rows.JudgeRowSettings. Exit status 2 on invalid input (each problem printed as
 file:line:column), with nothing written.
 """
 
@@ -19,8 +20,9 @@ from gnt.cli.command import Call, Command
 
 def _settings() -> tuple[type, ...]:
     from gnt.data.build import BuildConfig
+    from gnt.judge.training_rows import JudgeRowSettings
 
-    return (BuildConfig,)
+    return (BuildConfig, JudgeRowSettings)
 
 
 def build_config(call: Call) -> Any:
@@ -32,9 +34,11 @@ def build_config(call: Call) -> Any:
 
 def _run(call: Call) -> None:
     from gnt.data.build import build_dataset
+    from gnt.judge.training_rows import JudgeRowSettings, JudgeRowsExtra
 
     config = build_config(call)
-    manifest = build_dataset(config)
+    judge = call.build(JudgeRowSettings).validate()
+    manifest = build_dataset(config, [JudgeRowsExtra(judge, tuple(config.langs))] if judge.judge_rows else [])
     for note in manifest.get("notes", []):
         print(f"note: {note}", flush=True)
     totals = manifest["counts"]["totals"]
@@ -43,6 +47,10 @@ def _run(call: Call) -> None:
         print(f"  {name:<12} {count:>7} rows")
     held_out = sum(manifest["counts"]["mgente"]["test"].values())
     print(f"  held-out mGeNTE rows: {held_out}; excluded: {manifest['counts']['excluded']}")
+    if "judge" in manifest:
+        counts = manifest["judge"]["counts"]
+        print(f"  judge rows ({manifest['judge']['format']}): train {counts['train']['rows']}, dev "
+              f"{counts['dev']['rows']}; held-out references {sum(counts['references'].values())} entries")
 
 
 COMMAND = Command(

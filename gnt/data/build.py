@@ -11,6 +11,9 @@ Output directory layout (written atomically: a failed build leaves nothing behin
     eval/templated_suite.jsonl              held-out templated pairs (the sensitivity suite)
     manifest.json                           counts, seeds, input hashes, ids and source keys per split
     .gnt-data-build                         marker: the files this build wrote (what a rebuild may replace)
+
+Rows for other consumers (the judge's training rows, ``judge/``) are written by a :class:`BuildExtra` the command
+hands in: the data layer splits and writes, the layer that owns a row format renders it.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from tqdm.auto import tqdm
 
@@ -90,6 +94,29 @@ class BuildConfig:
         return self
 
 
+@dataclass(frozen=True)
+class BuildParts:
+    """What a build split, handed to its extras: every loaded entry by side (all languages the build and its
+    extras loaded), and each source key's side."""
+
+    sides: dict[str, list]
+    source_sides: dict[str, str]
+
+
+class BuildExtra(Protocol):
+    """Rows a build writes for another consumer, in that consumer's format (e.g. the judge's training rows).
+
+    ``langs`` are languages to load and split beside the build's own (one English source stays on one side for
+    every language); ``write`` renders the extra's files into the build's folder before it is swapped in and
+    returns what the manifest records about them under ``name``. It may raise DataError: nothing is written.
+    """
+
+    name: str
+    langs: tuple[str, ...]
+
+    def write(self, parts: BuildParts, out: Path) -> dict: ...
+
+
 def judge_exemplar_sources(directory: str | Path | None, langs: Iterable[str]) -> dict[str, str]:
     """Source keys of the judge's exemplars (``{lang}.jsonl`` with a ``source`` field): excluded from all splits."""
     if not directory or not Path(directory).is_dir():
@@ -123,20 +150,27 @@ def _counts(rows: list[dict], *keys: str) -> dict[str, int]:
     return dict(sorted(Counter("/".join(str(r[k]) for k in keys) for r in rows).items()))
 
 
-def build_dataset(config: BuildConfig) -> dict:
-    """Build everything into ``config.out_dir``; return the manifest. Raises DataError(s) before writing anything."""
+def build_dataset(config: BuildConfig, extras: Sequence[BuildExtra] = ()) -> dict:
+    """Build everything into ``config.out_dir``; return the manifest. Raises DataError(s) before writing anything.
+
+    ``extras`` add rows in other formats (:class:`BuildExtra`); their languages are loaded and split with the
+    build's own, so an extra's rows never hold a source another side of the build holds."""
     started = time.perf_counter()
     config.validate()
     langs = tuple(config.langs)
+    loaded = tuple(dict.fromkeys((*langs, *(lang for extra in extras for lang in extra.langs))))
     check_replaceable(config)
-    entries = load_mgente(config.mgente, langs)
+    all_entries = load_mgente(config.mgente, loaded)
     grid = PromptGrid(langs, config.prompts_dir, seed=config.seed)
     excluded = {key: "prompt demonstration" for key in grid.demonstration_keys()}
-    excluded.update(judge_exemplar_sources(config.judge_exemplars_dir, langs))
-    split = split_entries(entries, config.seed, config.test_fraction, config.dev_fraction, excluded)
-    check_no_leak(split)
+    excluded.update(judge_exemplar_sources(config.judge_exemplars_dir, loaded))
+    every = split_entries(all_entries, config.seed, config.test_fraction, config.dev_fraction, excluded)
+    check_no_leak(every)
+    split = Split(*([e for e in every.side(side) if e.lang in langs] for side in SPLITS),
+                  [(e, why) for e, why in every.excluded if e.lang in langs])
 
     templated = Split()
+    every_templated = Split()
     pairs = []
     notes: list[str] = []
     if config.templated_pairs:
@@ -147,6 +181,13 @@ def build_dataset(config: BuildConfig) -> dict:
             notes.append(f"templated_pairs={config.templated_pairs} asks for more pairs than the templates give for "
                          f"{', '.join(langs)}: all {len(pairs)} written")
         templated = split_entries(pairs_to_entries(pairs), config.seed, config.test_fraction, config.dev_fraction)
+        every_templated = templated
+        if set(loaded) != set(langs):  # the extras' languages get as many pairs each as the build's own
+            more = tuple(lang for lang in loaded if lang not in langs)
+            extra_pairs = generate_pairs(more, max_pairs=config.templated_pairs * len(more) // len(langs),
+                                         seed=config.seed)
+            every_templated = split_entries(pairs_to_entries([*pairs, *extra_pairs]), config.seed,
+                                            config.test_fraction, config.dev_fraction)
 
     prompts = TrainingPrompts(grid, config.seed, config.train_configs, config.train_shots)
     rows: dict[str, dict[str, list[dict]]] = {"sft": {}, "dpo": {}}
@@ -162,7 +203,13 @@ def build_dataset(config: BuildConfig) -> dict:
     manifest = _manifest(config, split, templated, rows, started)
     manifest["counts"]["templated_pairs"] = {"asked": config.templated_pairs, "written": len(pairs)}
     manifest["notes"] = notes
+    parts = BuildParts(
+        {side: every.side(side) + every_templated.side(side) for side in SPLITS},
+        {e.source_key: side for side in SPLITS for e in every.side(side) + every_templated.side(side)},
+    )
     with atomic_directory(config.out_dir) as tmp:
+        for extra in extras:
+            manifest[extra.name] = extra.write(parts, tmp)
         for kind in ("sft", "dpo"):
             for side, side_rows in rows[kind].items():
                 _write_lines(tmp / kind / f"{side}.jsonl", side_rows)

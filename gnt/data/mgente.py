@@ -45,6 +45,13 @@ def parse_gendered_words(g_words: str, ref_g_ann: str) -> tuple[str, ...]:
     return tuple(m.group(2).strip() for m in _ANN_TAG.finditer(ref_g_ann or ""))
 
 
+def word_genders(words: tuple[str, ...], ref_g_ann: str) -> str:
+    """The gender of each gendered word from the ``<F>``/``<M>`` tags of ``REF-G_ann``, ``;``-joined in the order of
+    ``words`` (empty where a word is untagged; empty text without tags): what a judge's phrase list needs."""
+    tags = {m.group(2).strip(): m.group(1) for m in _ANN_TAG.finditer(ref_g_ann or "")}
+    return ";".join(tags.get(word, "") for word in words) if tags else ""
+
+
 def _is_true(value: str) -> bool:
     return value.strip().casefold() in _TRUE
 
@@ -87,6 +94,8 @@ def rows_to_entries(
         if row_errors:
             errors.extend(row_errors)
             continue
+        words = parse_gendered_words(field("G-WORDS"), field("REF-G_ann"))
+        genders = word_genders(words, field("REF-G_ann"))
         entries.append(
             Entry(
                 id=row_id,
@@ -97,9 +106,10 @@ def rows_to_entries(
                 ref_n=(field("REF-N"),),
                 gender=gender,  # type: ignore[arg-type]
                 europarl_id=field("Europarl_ID"),
-                gendered_words=parse_gendered_words(field("G-WORDS"), field("REF-G_ann")),
+                gendered_words=words,
                 in_common=_is_true(field("COMMON")),
                 origin=origin,
+                meta={"gendered_word_genders": genders} if genders else {},
             )
         )
     if errors:

@@ -199,6 +199,9 @@ def _meta(pair: TemplatedPair, variant: Variant) -> dict[str, str]:
         "stereotype_cue": pair.stereotype_cue or "",
         "cue_stereotype": pair.cue_stereotype or "",
         "n_strategy": pair.n_strategy,
+        "form_m": pair.form_m,
+        "form_f": pair.form_f,
+        "form_n": pair.form_n,
         # "false" for an epicene adjective: its gendered and neutral targets may then coincide (useless as a DPO pair)
         "gender_marked": "true" if pair.gender_marked else "false",
     }
