@@ -28,13 +28,15 @@ def build_backend(
     seed: int = 0,
     system_role: bool = True,
     model_id: str | None = None,
+    merged_adapter: str | None = None,
 ) -> GenerationBackend:
     """The backend ``settings.backend`` for ``model``; each backend takes only its own keys.
 
     ``dtype="auto"`` means bfloat16 on vLLM; http serves ``served_model`` (else ``model``) from ``base_url``.
     ``enable_prefix_caching`` is vLLM's prefix caching and the transformers backend's shared-prefix reuse alike.
     ``system_role`` tells the HTTP backend whether the server's template takes a system turn (local backends read
-    their own template).
+    their own template). ``merged_adapter`` (transformers) is one adapter merged into the base weights at load, for
+    a backend that serves nothing else (a trained judge).
     """
     s = settings
     if s.backend == "transformers":
@@ -50,6 +52,7 @@ def build_backend(
             cpu_threads=s.cpu_threads,
             model_id=model_id,
             prefix_reuse=s.enable_prefix_caching,
+            merged_adapter=merged_adapter,
         )
     if s.backend == "vllm":
         from gnt.generation.vllm_backend import VLLMBackend

@@ -11,10 +11,14 @@ Only the transformers backend can score (it holds the model); other backends rai
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from gnt.generation.base import Adapter, GenerationBackend
+
+T = TypeVar("T")
 
 
 class ScoringUnsupported(RuntimeError):
@@ -74,6 +78,55 @@ def _token_ids(backend, request: ScoreRequest) -> tuple[list[int], list[int]]:
     return prompt_ids, completion_ids
 
 
+def _run_batches(inner: Any, requests: Sequence[Any], prompts: dict[int, list[int]],
+                 lengths: dict[int, tuple[int, int]], run: Callable[[list[int], Any], list[T]],
+                 failed: Callable[[str], T], batch_size: int,
+                 subgroup: Callable[[int], Hashable] | None = None) -> dict[int, T]:
+    """Run ``run(batch, prefix)`` over scoring requests: grouped by adapter (and ``subgroup``), clustered by
+    shared prompt prefix (one key/value cache per cluster and adapter, as generation does), rows sorted by length
+    (``lengths``: prompt and answer tokens) and cut into batches. A failing batch is split in halves until the
+    failing request alone gets ``failed(reason)``, so one bad request never costs the others."""
+    from gnt.generation.prefix_cache import prefix_clusters
+
+    groups: dict[tuple, list[int]] = {}
+    for index in prompts:
+        adapter = requests[index].adapter
+        key = ((adapter.name, adapter.weights_hash) if adapter else None, subgroup(index) if subgroup else None)
+        groups.setdefault(key, []).append(index)
+
+    def resilient(batch: list[int], prefix: Any) -> list[T]:
+        try:
+            return run(batch, prefix)
+        except Exception as exc:  # noqa: BLE001 - isolate the failure, never lose the whole batch
+            if len(batch) == 1:
+                return [failed(f"{type(exc).__name__}: {exc}")]
+            half = len(batch) // 2
+            return resilient(batch[:half], prefix) + resilient(batch[half:], prefix)
+
+    def plan(indices: list[int]):
+        """``(members, prefix or None)``: clusters of shared prompt prefixes, rows sorted by length inside."""
+        total = {i: sum(lengths[i]) for i in indices}
+        if not inner.prefix_reuse:
+            yield sorted(indices, key=total.__getitem__), None
+            return
+        for cluster in prefix_clusters([prompts.get(i, []) for i in range(len(requests))], indices):
+            members = sorted(cluster.indices, key=total.__getitem__)
+            prefix = None
+            if cluster.prefix_len and inner._prefix_allowed(max(total[i] for i in members)):
+                tokens = tuple(prompts[members[0]][: cluster.prefix_len])
+                prefix = (tokens, inner._build_prefix(requests[members[0]].adapter, tokens))
+            yield members, prefix
+
+    results: dict[int, T] = {}
+    with inner._lock:
+        for indices in groups.values():
+            for members, prefix in plan(indices):
+                for start in range(0, len(members), batch_size):
+                    batch = members[start : start + batch_size]
+                    results.update(zip(batch, resilient(batch, prefix), strict=True))
+    return results
+
+
 def score_completions(
     backend: GenerationBackend, requests: Sequence[ScoreRequest], batch_size: int = 8
 ) -> list[CompletionScore]:
@@ -86,7 +139,7 @@ def score_completions(
     """
     import torch
 
-    from gnt.generation.prefix_cache import batch_copy, prefix_clusters
+    from gnt.generation.prefix_cache import batch_copy
 
     inner = _transformers_backend(backend)
     results: list[CompletionScore | None] = [None] * len(requests)
@@ -96,11 +149,6 @@ def score_completions(
             encoded[index] = _token_ids(inner, request)
         except Exception as exc:  # noqa: BLE001 - a template error is this request's failure only
             results[index] = CompletionScore(0.0, 0, f"rendering failed: {exc}")
-    groups: dict[tuple | None, list[int]] = {}
-    for index in encoded:
-        adapter = requests[index].adapter
-        groups.setdefault((adapter.name, adapter.weights_hash) if adapter else None, []).append(index)
-
     def run(batch: list[int], prefix) -> list[CompletionScore]:
         context = inner._activate(requests[batch[0]].adapter)
         shared = len(prefix[0]) if prefix else 0
@@ -128,35 +176,131 @@ def score_completions(
             out.append(CompletionScore(float(logprobs[row, offset : offset + n].sum()), n))
         return out
 
-    def resilient(batch: list[int], prefix) -> list[CompletionScore]:
-        try:
-            return run(batch, prefix)
-        except Exception as exc:  # noqa: BLE001 - isolate the failure, never lose the whole batch
-            if len(batch) == 1:
-                return [CompletionScore(0.0, 0, f"{type(exc).__name__}: {exc}")]
-            half = len(batch) // 2
-            return resilient(batch[:half], prefix) + resilient(batch[half:], prefix)
-
-    def plan(indices: list[int]):
-        """``(batch, prefix or None)``: clusters of shared prompt prefixes, rows sorted by length inside."""
-        prompts = {i: encoded[i][0] for i in indices}
-        if not inner.prefix_reuse:
-            yield sorted(indices, key=lambda i: len(prompts[i]) + len(encoded[i][1])), None
-            return
-        for cluster in prefix_clusters([prompts.get(i, []) for i in range(len(requests))], indices):
-            members = sorted(cluster.indices, key=lambda i: len(prompts[i]) + len(encoded[i][1]))
-            prefix = None
-            longest = max(len(prompts[i]) + len(encoded[i][1]) for i in members)
-            if cluster.prefix_len and inner._prefix_allowed(longest):
-                tokens = tuple(prompts[members[0]][: cluster.prefix_len])
-                prefix = (tokens, inner._build_prefix(requests[members[0]].adapter, tokens))
-            yield members, prefix
-
-    with inner._lock:
-        for indices in groups.values():
-            for members, prefix in plan(indices):
-                for start in range(0, len(members), batch_size):
-                    batch = members[start : start + batch_size]
-                    for index, score in zip(batch, resilient(batch, prefix), strict=True):
-                        results[index] = score
+    lengths = {i: (len(encoded[i][0]), len(encoded[i][1])) for i in encoded}
+    failed = lambda why: CompletionScore(0.0, 0, why)  # noqa: E731
+    for index, score in _run_batches(inner, requests, {i: e[0] for i, e in encoded.items()}, lengths, run, failed,
+                                     batch_size).items():
+        results[index] = score
     return [r if r is not None else CompletionScore(0.0, 0, "not scored") for r in results]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Choosing among a few fixed answers (a judge's labels): each prompt run once, the answers branch off its cache
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChoiceRequest:
+    """A prompt and the fixed answers to weigh after it (e.g. a judge format's labels as replies), under
+    ``adapter`` (None: the base model)."""
+
+    prompt: tuple[tuple[str, str], ...]
+    choices: tuple[str, ...]
+    adapter: Adapter | None = None
+
+
+@dataclass(frozen=True)
+class ChoiceScores:
+    """The log-probability of each choice (every token of it, end of turn included), or ``error``."""
+
+    logprobs: tuple[float, ...]
+    error: str | None = None
+
+    def probabilities(self) -> tuple[float, ...]:
+        """The choices' probabilities renormalised over the choices (they sum to 1)."""
+        top = max(self.logprobs)
+        weights = [math.exp(v - top) for v in self.logprobs]
+        total = sum(weights)
+        return tuple(w / total for w in weights)
+
+
+def _choice_ids(backend, request: ChoiceRequest) -> tuple[list[int], list[int], list[list[int]]]:
+    """Prompt ids, the token prefix every choice shares (``{"label": "``), and each choice's remaining ids."""
+    encoded = [_token_ids(backend, ScoreRequest(request.prompt, choice, request.adapter)) for choice in request.choices]
+    prompt = encoded[0][0]
+    answers = [ids for _, ids in encoded]
+    if len({tuple(a) for a in answers}) != len(answers):
+        raise ValueError("two choices tokenize the same: they cannot be told apart")
+    common = 0
+    while all(common < len(a) - 1 for a in answers) and len({a[common] for a in answers}) == 1:
+        common += 1
+    return prompt + answers[0][:common], answers[0][:common], [a[common:] for a in answers]
+
+
+def score_choices(backend: GenerationBackend, requests: Sequence[ChoiceRequest],
+                  batch_size: int = 16) -> list[ChoiceScores]:
+    """Log-probabilities of every choice of every request, in two passes per batch instead of one per choice.
+
+    Pass 1 runs each prompt (plus the tokens all its choices share) once, left-padded so that every row ends in
+    the same column, on top of the shared-prefix cache that generation uses (the system text of one language);
+    it scores the shared tokens and each choice's first own token. Pass 2 continues a copy of that cache with each
+    choice's remaining tokens (a label's last words and the end of turn). Exact: every score is the model's own
+    conditional log-probability of the full choice. A failing batch is retried row by row, so one bad request
+    costs one error.
+    """
+    import torch
+
+    from gnt.generation.prefix_cache import batch_copy
+
+    inner = _transformers_backend(backend)
+    results: list[ChoiceScores | None] = [None] * len(requests)
+    encoded: dict[int, tuple[list[int], list[int], list[list[int]]]] = {}
+    for index, request in enumerate(requests):
+        try:
+            encoded[index] = _choice_ids(inner, request)
+        except Exception as exc:  # noqa: BLE001 - a template error is this request's failure only
+            results[index] = ChoiceScores((), f"rendering failed: {exc}")
+    device = inner.device
+
+    def run(batch: list[int], prefix) -> list[ChoiceScores]:
+        context = inner._activate(requests[batch[0]].adapter)
+        shared = len(prefix[0]) if prefix else 0
+        pad = inner.tokenizer.pad_token_id
+        tails = [encoded[i][0][shared:] for i in batch]
+        width = max(len(t) for t in tails)
+        ids = torch.tensor([[pad] * (width - len(t)) + t for t in tails], device=device)
+        tail_mask = torch.tensor([[0] * (width - len(t)) + [1] * len(t) for t in tails], device=device)
+        mask = torch.cat([torch.ones(len(batch), shared, dtype=tail_mask.dtype, device=device), tail_mask], dim=1)
+        positions = (shared + tail_mask.cumsum(-1) - 1).clamp(min=shared)
+        common = len(encoded[batch[0]][1])  # the same for every request of one judge format
+        cache = batch_copy(prefix[1], len(batch)) if prefix else None
+        with context, torch.inference_mode():
+            from transformers import DynamicCache
+
+            cache = cache if cache is not None else DynamicCache(config=inner._model.config)
+            out = inner._model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache,
+                               use_cache=True, logits_to_keep=common + 1)
+            first = torch.log_softmax(out.logits.float(), dim=-1)  # rows × (common + 1) × vocabulary
+            shared_ids = torch.tensor([encoded[i][1] for i in batch], device=device).reshape(len(batch), common)
+            shared_lp = first[:, :common].gather(-1, shared_ids[..., None])[..., 0].sum(-1) if common else 0.0
+            ends = shared + tail_mask.sum(-1)  # each row's next position
+            n_choices = len(encoded[batch[0]][2])
+            totals = []
+            for k in range(n_choices):
+                branch = [encoded[i][2][k] for i in batch]
+                lp = first[:, common].gather(-1, torch.tensor([b[0] for b in branch], device=device)[:, None])[:, 0]
+                rest = max(len(b) for b in branch) - 1
+                if rest > 0:
+                    # the branch's inputs are its first token on: b[0] .. b[-2] predict b[1] .. b[-1]
+                    step_ids = torch.tensor([(b[:-1] + [pad] * (rest - len(b) + 1))[:rest] for b in branch],
+                                            device=device)
+                    step_mask = torch.tensor([[1] * (len(b) - 1) + [0] * (rest - len(b) + 1) for b in branch],
+                                             device=device)[:, :rest]
+                    targets = torch.tensor([(b[1:] + [pad] * rest)[:rest] for b in branch], device=device)
+                    copy = batch_copy(cache, 1)
+                    more = inner._model(input_ids=step_ids, attention_mask=torch.cat([mask, step_mask], dim=1),
+                                        position_ids=ends[:, None] + torch.arange(rest, device=device)[None],
+                                        cache=copy, use_cache=True, logits_to_keep=rest)
+                    logits = more.logits.float()
+                    token_lp = logits.gather(-1, targets[..., None])[..., 0] - torch.logsumexp(logits, dim=-1)
+                    lp = lp + (token_lp * step_mask).sum(-1)
+                totals.append(lp + shared_lp)
+        scores = torch.stack(totals, dim=-1).tolist()
+        return [ChoiceScores(tuple(row)) for row in scores]
+
+    lengths = {i: (len(e[0]), max(len(b) for b in e[2])) for i, e in encoded.items()}
+    shapes = {i: (len(e[1]), len(e[2])) for i, e in encoded.items()}  # one reply shape per batch (a judge format)
+    for index, score in _run_batches(inner, requests, {i: e[0] for i, e in encoded.items()}, lengths, run,
+                                     lambda why: ChoiceScores((), why), batch_size, shapes.get).items():
+        results[index] = score
+    return [r if r is not None else ChoiceScores((), "not scored") for r in results]

@@ -48,7 +48,7 @@ from gnt.generation.base import (
     GenerationBackend,
     GenerationRequest,
 )
-from gnt.generation.identity import model_identity
+from gnt.generation.identity import adapter_weights_hash, model_identity
 from gnt.generation.prefix_cache import MIN_PREFIX_TOKENS, PrefixStore, batch_copy, prefix_clusters
 
 log = logging.getLogger(__name__)
@@ -139,6 +139,7 @@ class TransformersBackend(GenerationBackend):
         model_id: str | None = None,
         prefix_reuse: bool = DEFAULT_PREFIX_CACHING,
         prefix_store_size: int = 8,
+        merged_adapter: str | None = None,
     ) -> None:
         import torch
         from transformers import AutoTokenizer
@@ -160,7 +161,9 @@ class TransformersBackend(GenerationBackend):
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model_id = model_id or f"{model_identity(self.model_name, revision)}|transformers/{self.dtype}"
+        self.merged_adapter = merged_adapter
+        merged = f"+{adapter_weights_hash(merged_adapter)}" if merged_adapter else ""
+        self.model_id = model_id or f"{model_identity(self.model_name, revision)}{merged}|transformers/{self.dtype}"
         self._model = None
         self._is_peft = False
         self._adapters: OrderedDict[str, str] = OrderedDict()  # peft name -> weights hash, least recent first
@@ -196,6 +199,13 @@ class TransformersBackend(GenerationBackend):
             self._saved_threads = torch.get_num_threads()
             torch.set_num_threads(self.cpu_threads or available_cpus())
         model = AutoModelForCausalLM.from_pretrained(self.model_name, **kwargs)
+        if self.merged_adapter:
+            # One adapter for every request (a trained judge): merged into the base weights, so each forward costs
+            # what the base model's does (an unmerged LoRA's rank-16 side matmuls run many times slower on a CPU
+            # in bfloat16 than the merged weights do).
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, self.merged_adapter, is_trainable=False).merge_and_unload()
         model.to(self.device).eval()
         type(self).loads += 1
         self._model = model
@@ -438,7 +448,8 @@ class TransformersBackend(GenerationBackend):
     def settings(self) -> dict:
         threads = self.cpu_threads or (available_cpus() if self.device == "cpu" else None)
         return {"revision": self.revision, "device": self.device, "dtype": self.dtype, "batch_size": self.batch_size,
-                "cpu_threads": threads, "prefix_reuse": self.prefix_reuse, "constrained_decoding": "xgrammar"}
+                "cpu_threads": threads, "prefix_reuse": self.prefix_reuse, "constrained_decoding": "xgrammar",
+                "merged_adapter": self.merged_adapter}
 
     def close(self) -> None:
         import torch

@@ -34,6 +34,11 @@ class ProjectArgs(WandbSettings):
     data_dir: str | None = field(
         default=None, metadata={"help": "Directory written by `python data/build.py out_dir=DIR` (required)."}
     )
+    data_rows: str | None = field(
+        default=None, metadata={"help": "The folder of data_dir whose train.jsonl/dev.jsonl this run trains on "
+                                "(null: the stage's own, sft/ or dpo/; judge: the judge's rows, "
+                                "docs/judge.md 'A judge that runs anywhere')."}
+    )
     max_train_samples: int | None = field(
         default=None, metadata={"help": "Use a seeded sample of at most N training rows (quick runs)."}
     )
@@ -77,6 +82,13 @@ class ProjectArgs(WandbSettings):
 @dataclass
 class SFTProjectArgs(ProjectArgs):
     """Project keys of the SFT stage."""
+
+    judge: dict | None = field(
+        default=None,
+        metadata={"help": "Settings for using this adapter as a judge: keys of eval/judge.py (format, prompts_dir, "
+                  "label_scoring ...), read when this recipe is given to eval/judge.py, which takes the base "
+                  "model from model_name_or_path and the adapter from output_dir; checked here too."},
+    )
 
     decision_token_weight: float = field(
         default=1.0,

@@ -43,13 +43,18 @@ class TrainingData:
     source_keys: list[str]
     entry_ids: list[str]
     counts: dict[str, Any] = field(default_factory=dict)
+    rows: str = ""
+    """The folder of ``data_dir`` the rows came from (``sft``, ``dpo``, ``judge``)."""
+    rows_manifest: dict = field(default_factory=dict)
+    """What the build recorded about those rows when they are not the stage's own (the judge's format, labels and
+    prompt fingerprints): kept in the run record, so a judge adapter says how it must be prompted."""
 
 
-def stage_files(data_dir: Path, stage: str) -> dict[str, Path]:
-    return {split: data_dir / stage / f"{split}.jsonl" for split in ("train", "dev")}
+def stage_files(data_dir: Path, rows: str) -> dict[str, Path]:
+    return {split: data_dir / rows / f"{split}.jsonl" for split in ("train", "dev")}
 
 
-def check_data_dir(data_dir: str | Path, stage: str) -> Path:
+def check_data_dir(data_dir: str | Path, stage: str, rows: str | None = None) -> Path:
     """The data directory, or a TrainingError saying what is missing and the command that builds it."""
     path = Path(data_dir)
     build = f"python data/build.py out_dir={data_dir}"
@@ -57,9 +62,10 @@ def check_data_dir(data_dir: str | Path, stage: str) -> Path:
         raise TrainingError(f"data_dir: {data_dir} does not exist. Build it with `{build}`.")
     if not (path / MANIFEST).is_file():
         raise TrainingError(f"data_dir: {data_dir} has no {MANIFEST}: not a directory built by `{build}`.")
-    train = stage_files(path, stage)["train"]
+    train = stage_files(path, rows or stage)["train"]
     if not train.is_file():
-        raise TrainingError(f"data_dir: {train} is missing (the {stage.upper()} rows). Rebuild with `{build}`.")
+        what = f"the {(rows or stage).upper()} rows" + (f" that data_rows={rows} names" if rows else "")
+        raise TrainingError(f"data_dir: {train} is missing ({what}). Rebuild with `{build}`.")
     return path
 
 
@@ -79,9 +85,17 @@ KIND_FIELD = "kind"
 """The column naming a preference pair's kind (gnt.data.training_rows.DPO_KINDS), read when ``pair_kinds`` is set."""
 
 
-def read_rows(path: Path, stage: str, kinds: Sequence[str] | None = None) -> list[dict]:
+LABEL_FIELD = "label"
+"""The column naming a judge row's target label, checked against the labels the build recorded."""
+TARGET_LABEL = "target_label"
+"""The label as the training rows carry it, for balanced batches (not ``label``: transformers' Trainer hands a
+column of that name to the model as its labels)."""
+
+
+def read_rows(path: Path, stage: str, kinds: Sequence[str] | None = None,
+              labels: Sequence[str] | None = None) -> list[dict]:
     """All rows of a JSONL file (of the given pair ``kinds`` only, when set), reduced to the stage's fields;
-    DataErrors name the file, line and field."""
+    with ``labels``, each row's ``label`` must be one of them. DataErrors name the file, line and field."""
     fields = FIELDS[stage] if kinds is None else (*FIELDS[stage], KIND_FIELD)
     rows, errors = [], []
     for line, record in json_object_lines(path):
@@ -106,9 +120,15 @@ def read_rows(path: Path, stage: str, kinds: Sequence[str] | None = None) -> lis
             continue
         if kinds is not None and record[KIND_FIELD] not in kinds:
             continue
+        if labels is not None and record.get(LABEL_FIELD) not in labels:
+            errors.append(DataError(f"unknown label {record.get(LABEL_FIELD)!r}; the build wrote these rows with the "
+                                    f"labels {', '.join(labels)}", path, line, LABEL_FIELD))
+            continue
         row = {f: record[f] for f in FIELDS[stage]}
         if isinstance(record.get(GROUP_FIELD), str):
             row[GROUP_FIELD] = record[GROUP_FIELD]
+        if labels is not None:
+            row[TARGET_LABEL] = record[LABEL_FIELD]
         rows.append(row)
     if errors:
         raise errors[0] if len(errors) == 1 else DataErrors(errors)
@@ -173,14 +193,20 @@ def load_training_data(
     seed: int = 0,
     with_dev: bool = True,
     pair_kinds: Sequence[str] | None = None,
+    rows_name: str | None = None,
 ) -> TrainingData:
-    """Read, validate, adapt and filter a stage's rows; raise TrainingError/DataError(s) with the fix to apply."""
-    path = check_data_dir(data_dir, stage)
-    files = stage_files(path, stage)
+    """Read, validate, adapt and filter a stage's rows (``rows_name``: another folder of the build, such as the
+    judge's); raise TrainingError/DataError(s) with the fix to apply."""
+    path = check_data_dir(data_dir, stage, rows_name)
+    rows_name = rows_name or stage
+    files = stage_files(path, rows_name)
     manifest_path = path / MANIFEST
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    keys = manifest.get("source_keys", {})
+    section = manifest.get(rows_name) if rows_name not in ("sft", "dpo") else None
+    section = section if isinstance(section, dict) else {}
+    keys = section.get("source_keys") or manifest.get("source_keys", {})
     source_keys = sorted(set(keys.get("train", [])) | set(keys.get("dev", [])))
+    labels = section.get("labels")
 
     counts: dict[str, Any] = {}
     splits: dict[str, list[dict]] = {}
@@ -188,7 +214,7 @@ def load_training_data(
         if split == "dev" and (not with_dev or not files["dev"].is_file()):
             splits[split] = []
             continue
-        rows = read_rows(files[split], stage, pair_kinds)
+        rows = read_rows(files[split], stage, pair_kinds, labels)
         total = len(rows)
         rows, dropped = select_rows(fit_rows(rows, system_role), stage, tokenizer, max_length, limit, seed)
         counts[split] = {"file_rows": total, "dropped_too_long": dropped, "used": len(rows)}
@@ -200,8 +226,11 @@ def load_training_data(
         splits[split] = rows
     ids = manifest.get("ids", {})
     entry_ids = sorted(set(ids.get("train", [])) | set(ids.get("dev", [])))
+    if section:  # another consumer's rows: their own sources, not the build's translation entries
+        entry_ids = []
+    recorded = {k: v for k, v in section.items() if k != "source_keys"}
     return TrainingData(stage, path, splits["train"], splits["dev"], manifest, sha256_file(manifest_path, length=64),
-                        source_keys, entry_ids, counts)
+                        source_keys, entry_ids, counts, rows_name, recorded)
 
 
 def to_dataset(rows: list[dict]) -> Any:

@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from gnt.training.data import GROUP_FIELD
+from gnt.training.data import GROUP_FIELD, TARGET_LABEL
 
 MIN_SHARED_TOKENS = 16
 """Below this many shared tokens the second backbone call costs more than it saves."""
@@ -208,18 +208,23 @@ def expected_saving(prefix_tokens: float, row_tokens: float, batch_size: int) ->
     return row_tokens / shared if shared > 0 else math.inf
 
 
-def decision_token_ids(tokenizer: Any, langs: Sequence[str]) -> set[int]:
-    """The token ids at which a GENDERED and a NEUTRAL answer first differ, per language tag: the one token that
-    carries the recognition decision (for Gemma 3, ``G`` of ``G|ENDER|ED`` against ``NE`` of ``NE|UTRAL``)."""
+def decision_token_ids(tokenizer: Any, langs: Sequence[str] = (),
+                       answers: Sequence[Sequence[str]] = ()) -> set[int]:
+    """The token ids at which alternative answers first differ: the one token that carries the decision.
+
+    For translation rows, a GENDERED and a NEUTRAL answer per language tag (for Gemma 3, ``G`` of ``G|ENDER|ED``
+    against ``NE`` of ``NE|UTRAL``); ``answers`` adds other groups of alternatives, such as a judge's label replies
+    (``{"label": "CORRECTLY GENDERED"}`` ... ``{"label": "NEUTRAL"}``: the label's first token).
+    """
     from gnt.output_format import format_output
 
+    groups = [[format_output(lang, label, "x") for label in ("GENDERED", "NEUTRAL")] for lang in langs]
     ids: set[int] = set()
-    for lang in langs:
-        gendered, neutral = (tokenizer(format_output(lang, label, "x"), add_special_tokens=False)["input_ids"]
-                             for label in ("GENDERED", "NEUTRAL"))
-        at = next((i for i, (a, b) in enumerate(zip(gendered, neutral, strict=False)) if a != b), None)
+    for group in [*groups, *answers]:
+        encoded = [tokenizer(text, add_special_tokens=False)["input_ids"] for text in group]
+        at = next((i for i in range(min(map(len, encoded))) if len({e[i] for e in encoded}) > 1), None)
         if at is not None:
-            ids.update((gendered[at], neutral[at]))
+            ids.update(e[at] for e in encoded)
     return ids
 
 
@@ -264,9 +269,12 @@ def weigh_decision_token(model: Any, decision_ids: set[int], weight: float) -> N
 
 
 def target_labels(dataset: Any) -> list[str | None]:
-    """Each training row's target label (GENDERED/NEUTRAL), read from its completion (SFT) or chosen answer (DPO)."""
+    """Each training row's target label: its ``target_label`` column where rows carry one (a judge's rows), else
+    GENDERED/NEUTRAL read from its completion (SFT) or chosen answer (DPO)."""
     from gnt.output_format import label_of
 
+    if TARGET_LABEL in dataset.column_names:
+        return [str(label) if label is not None else None for label in dataset[TARGET_LABEL]]
     column = "completion" if "completion" in dataset.column_names else "chosen"
     return [label_of(" ".join(m["content"] for m in messages)) for messages in dataset[column]]
 

@@ -85,6 +85,8 @@ def build_run_record(
         "data_dir": str(Path(data.data_dir).resolve()),
         "data_manifest_sha256": data.manifest_sha256,
         "data_counts": data.counts,
+        "data_rows": data.rows,
+        "rows_manifest": data.rows_manifest,
         "train_source_keys": sorted(source_keys),
         "train_ids": data.entry_ids,
         "sft_adapter": str(Path(sft_adapter.path).resolve()) if sft_adapter is not None else None,

@@ -91,7 +91,7 @@ def hold_folder(setup: TrainSetup) -> RunLock | None:
     A missing data build is the commonest first error, so it is checked first (reading only): a run refused for
     it creates no output folder.
     """
-    check_data_dir(setup.project.data_dir, setup.stage)
+    check_data_dir(setup.project.data_dir, setup.stage, setup.project.data_rows)
     if setup.training_args.process_index != 0:  # sets up the process group on every rank
         return None
     return hold_run_folder(setup.output_dir, setup.stage)
@@ -200,7 +200,7 @@ def _prepare(plugin: StagePlugin, setup: TrainSetup, lock: RunLock | None) -> Pr
         system_role=_system_role(project.system_role, tokenizer), max_length=args.max_length,
         max_train_samples=project.max_train_samples, max_eval_samples=project.max_eval_samples, seed=args.seed,
         with_dev=str(getattr(args.eval_strategy, "value", args.eval_strategy)) != "no",
-        pair_kinds=getattr(project, "pair_kinds", None),
+        pair_kinds=getattr(project, "pair_kinds", None), rows_name=project.data_rows,
     )
     for split, count in data.counts.items():
         if count["dropped_too_long"]:

@@ -47,8 +47,12 @@ def _build_trainer(run: PreparedRun, callbacks: list) -> Any:
     project = run.setup.project
     run.record["lean_forward"] = make_lean(trainer, project.share_prompt_prefix, project.balance_label_batches)
     if project.decision_token_weight != 1.0:
-        langs = sorted({row["cell"].split("/")[0] for row in run.data.train if "cell" in row}) or ["en"]
-        ids = decision_token_ids(run.tokenizer, langs)
+        replies = run.data.rows_manifest.get("replies")  # a judge's rows: its label replies
+        if replies:
+            ids = decision_token_ids(run.tokenizer, answers=[list(replies.values())])
+        else:
+            langs = sorted({row["cell"].split("/")[0] for row in run.data.train if "cell" in row}) or ["en"]
+            ids = decision_token_ids(run.tokenizer, langs)
         weigh_decision_token(trainer.model, ids, project.decision_token_weight)
         run.record["lean_forward"]["decision_token"] = {"weight": project.decision_token_weight,
                                                         "token_ids": sorted(ids)}
