@@ -342,11 +342,17 @@ class ResolvedRecipe:
         return self.values.get(key, default)
 
 
+RecipeReader = Callable[[str | Path], tuple[dict[str, Any], dict[str, int]]]
+"""Reads a recipe file into its keys and their lines: :func:`load_yaml_mapping`, or a command's own reader for
+files written for another command too (a judge adapter's training recipe read as a judge recipe)."""
+
+
 def resolve_recipe(
     path: str | Path | None,
     overrides: Iterable[tuple[str, Any]],
     schema: RecipeSchema,
     defaults: Mapping[str, Any] | None = None,
+    reader: RecipeReader | None = None,
 ) -> ResolvedRecipe:
     """Merge ``defaults`` < recipe file < overrides; every key checked against ``schema`` and coerced.
 
@@ -366,7 +372,7 @@ def resolve_recipe(
         values[key] = schema.coerce(key, value, "default")
         sources[key] = "default"
     if path is not None:
-        data, lines = load_yaml_mapping(path)
+        data, lines = (reader or load_yaml_mapping)(path)
         for raw_key, value in data.items():
             where = f"{path}:{lines.get(raw_key, '?')}"
             key = canonical(raw_key, where)

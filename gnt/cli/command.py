@@ -212,6 +212,9 @@ class Command:
     """Sub-commands named by a first word (``validate``, ``check``)."""
     exits: Mapping[type, int] = field(default_factory=dict)
     """Exit statuses of built-in exceptions this command maps (the project's errors carry ``exit_code``)."""
+    reader: Callable[[], Any] | None = None
+    """Returns how this command reads its recipe file (:data:`gnt.recipe.RecipeReader`), where it reads files
+    written for another command too; None: a YAML file of this command's keys."""
     prog: str = ""
     """How usage lines name the command: the script path, or ``gnt NAME`` through the dispatcher."""
 
@@ -425,7 +428,8 @@ class Command:
         """Defaults < the recipe file (when it is this command's) < the command line, coerced by type, in one
         :class:`Call`; recipe errors name the file and line, override errors the option."""
         recipe = invocation.recipe if self.own_recipe else None
-        resolved = resolve_recipe(recipe, invocation.overrides, self.schema, self.defaults)
+        reader = self.reader() if self.reader is not None else None
+        resolved = resolve_recipe(recipe, invocation.overrides, self.schema, self.defaults, reader)
         where = {(key, ""): f"override '{key}'" for key, source in resolved.sources.items() if source == "override"}
         for key, value in invocation.appended:
             before = resolved.values.get(key) or []

@@ -33,7 +33,8 @@ from pathlib import Path
 from gnt.cli.command import Call, Command, Subject
 from gnt.recipe import EXIT_USAGE, RecipeError
 
-RECIPE = "a judge recipe (recipes/judge-*.yaml) of the same keys"
+RECIPE = ("a judge recipe (recipes/judge-*.yaml) of the same keys, or a judge adapter's training recipe (its "
+          "judge: section; the adapter is its output_dir)")
 ACTIONS = ("validate", "check")
 
 
@@ -71,9 +72,16 @@ def _check(call: Call) -> int:
     return EXIT_USAGE if check_files(_recipe(call, judge="lexical")) else 0  # no model needed to check files
 
 
+def _reader():
+    from gnt.judge.learned import judge_recipe_mapping
+
+    return judge_recipe_mapping
+
+
 def _command(action: str, line: str, run, subject: Subject | None = None) -> Command:
     return Command(name="judge", script="eval/judge.py", action=action, line=line, settings=_settings, run=run,
-                   summary=__doc__ or "", subject=subject, recipe=RECIPE, exclude=("recipe",), exits={ValueError: 2})
+                   summary=__doc__ or "", subject=subject, recipe=RECIPE, exclude=("recipe",), exits={ValueError: 2},
+                   reader=_reader)
 
 
 COMMAND = _command(

@@ -38,7 +38,10 @@ class JudgeRecipe(BackendSettings, JudgeSettings):
         metadata={"help": "llm (default), lexical (offline), or recorded (validate: judge labels stored in the gold file)"},
     )
     formats: list[str] = field(default_factory=list, metadata={"help": "validate: formats to compare (or 'all')"})
-    judge_model: str | None = field(default=None, metadata={"help": "hub id, folder, gnt:tiny or gnt:smollm"})
+    judge_model: str | None = field(default=None, metadata={"help": "hub id, folder, gnt:tiny, gnt:smollm or gnt:gemma"})
+    judge_adapter: str | None = field(default=None, metadata={
+        "help": "a trained judge's LoRA adapter folder (train/sft.py on a build's judge rows); given a judge's "
+                "training recipe, its output_dir"})
     cache: str | None = field(default=None, metadata={"help": "judge cache file (default <results>/cache/judgments.jsonl)"})
     # what to judge
     models: list[str] = field(default_factory=list, metadata={"help": "judge only these model folders"})
@@ -49,6 +52,10 @@ class JudgeRecipe(BackendSettings, JudgeSettings):
     validation: str | None = field(default=None, metadata={
         "help": "the judge's validation report: validate writes it (null: outputs/judge-validation.json), judging "
                 "attaches its figures to the metrics"})
+    validate_references: bool = field(default=True, metadata={
+        "help": "judging an evaluation with an llm judge and no validation= report: first validate the judge on the "
+                "references of the rows that evaluation scored (held-out test rows: Ref-G and Ref-N, labels known by "
+                "construction), write <results>/judge_validation.json and keep its figures beside the GNT numbers"})
     # validation on a gold TSV
     tsv: str | None = field(default=None, metadata={"help": "validate: a gold TSV of human labels to score the judge on"})
     lang: str | None = field(default=None, metadata={"help": "language of a gold TSV without a lang column"})
@@ -61,6 +68,15 @@ class JudgeRecipe(BackendSettings, JudgeSettings):
             raise RecipeError(f"format: {exc}") from None
         if self.judge == "llm" and not self.judge_model and self.backend != "http":
             raise RecipeError("an llm judge needs judge_model (a hub id, a folder, gnt:tiny or gnt:smollm)")
+        if self.judge_adapter and (self.judge != "llm" or self.backend == "http"):
+            raise RecipeError("judge_adapter needs judge=llm on a local backend (transformers or vllm): a server "
+                              "applies its own adapters")
+        if self.label_scoring and judge_format(self.format).phrases:
+            raise RecipeError(f"label_scoring needs an L format (CROSS-L, MONO-L), not {self.format}: a P+L reply "
+                              "lists phrases, which only generation writes")
+        if self.label_scoring and self.backend != "transformers":
+            raise RecipeError(f"label_scoring reads label log-probabilities from the model, which only the "
+                              f"transformers backend holds (backend={self.backend}); use generation there")
         self.validate_backend(needs_server=self.judge == "llm")
         self.validate_decoding()
         if self.judge_retries < 0:
@@ -84,8 +100,11 @@ SCHEMA = RecipeSchema.from_dataclasses([JudgeRecipe])
 
 
 def load_judge_recipe(path: str | Path | None, overrides: Iterable[tuple[str, Any]] = ()) -> JudgeRecipe:
-    """Recipe file < ``key=value`` overrides, validated before any model loads."""
-    resolved = resolve_recipe(path, overrides, SCHEMA)
+    """Recipe file < ``key=value`` overrides, validated before any model loads. The file may be a judge recipe or
+    a judge adapter's training recipe (:func:`gnt.judge.learned.judge_recipe_mapping`)."""
+    from gnt.judge.learned import judge_recipe_mapping
+
+    resolved = resolve_recipe(path, overrides, SCHEMA, reader=judge_recipe_mapping)
     values = dict(resolved.values)
     values["recipe"] = str(path) if path is not None else None
     return JudgeRecipe(**values).validate()
@@ -99,11 +118,16 @@ def resolve_model_path(name: str) -> str:
 
 
 def make_backend(recipe: JudgeRecipe):
-    """The generation backend the recipe names (imported lazily: vLLM and httpx are optional)."""
+    """The generation backend the recipe names (imported lazily: vLLM and httpx are optional). A judge adapter is
+    merged into the base weights on transformers (it is the only adapter served); vLLM is told it up front and it
+    is applied per request."""
     from gnt.generation.factory import build_backend
 
     if recipe.backend == "http":
         model = recipe.judge_model or "judge"
     else:
         model = resolve_model_path(recipe.judge_model or "")
-    return build_backend(recipe, model, seed=recipe.seed)
+    if recipe.judge_adapter and recipe.backend == "transformers":
+        return build_backend(recipe, model, seed=recipe.seed, merged_adapter=recipe.judge_adapter)
+    adapters = [recipe.judge_adapter] if recipe.judge_adapter else []
+    return build_backend(recipe, model, seed=recipe.seed, adapter_paths=adapters)

@@ -8,8 +8,13 @@ backend) and can come out differently; a backend failure (timeout, 429 after the
 the same way. After the last try the item becomes a ``judge_error`` record that keeps the last raw text, so the run
 always completes, the errors are counted, and nobody has to guess what the judge wrote.
 
-Judgments are cached in a JSON-lines file keyed by (judge model, format, language, source, translation, prompt
-fingerprint): the same translation produced by several cells or checkpoints is judged once, and a rerun judges
+A judge in an L format on the transformers backend can instead *score* its labels (``label_scoring``): each label's
+reply (``{"label": "NEUTRAL"}``) is weighed by the model's log-probability, the most probable one is the verdict and
+its probability is kept in the judgment. No text is generated, so nothing can fail to parse; a trained judge adapter
+(docs/judge.md) is used this way on a CPU.
+
+Judgments are cached in a JSON-lines file keyed by (judge model and adapter, format, language, source, translation,
+prompt fingerprint): the same translation produced by several cells or checkpoints is judged once, and a rerun judges
 nothing twice. The prompt fingerprint is in the key so that editing a system text or an exemplar never reuses
 judgments made with the old prompt. ``judge_error`` records are cached too (a rerun does not silently spend money
 on them again); ``retry_errors=True`` judges them anew.
@@ -24,10 +29,17 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
-from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationBackend, GenerationRequest
+from gnt.generation.base import (
+    Adapter,
+    Constraint,
+    DecodingParams,
+    Generation,
+    GenerationBackend,
+    GenerationRequest,
+)
 from gnt.io import hash_json
 from gnt.jsonl_cache import JsonlCache
-from gnt.judge.prompts import JudgePrompt, load_prompt
+from gnt.judge.prompts import JudgePrompt, load_prompt, render_reply
 from gnt.judge.schema import (
     DEFAULT_FORMAT,
     FORMAT_NAMES,
@@ -89,6 +101,9 @@ class JudgeSettings(DecodingSettings):
         "help": "a folder in the fbk-NEUTR-evAL layout (prompts/, shots/): replaces prompts_dir/exemplars_dir"})
     skip_bad_shots: bool = field(default=False, metadata={
         "help": "judge_resources: leave out shots with errors (listed as warnings) instead of stopping"})
+    label_scoring: bool = field(default=False, metadata={
+        "help": "L formats on the transformers backend: take the label with the highest log-probability instead of "
+                "generating a reply (its probability is kept in the judgment; nothing can fail to parse)"})
 
     def temperature_at(self, attempt: int) -> float:
         return round(min(self.temperature + self.temperature_step * attempt, MAX_TEMPERATURE), 4)
@@ -160,6 +175,9 @@ class Judgment:
     label: str | None = None
     neutral: bool | None = None
     phrases: list[dict[str, str]] | None = None
+    probability: float | None = None
+    """With label scoring: the verdict's probability among the format's labels."""
+    label_probabilities: dict[str, float] | None = None
     error: str | None = None
     error_kind: str | None = None
     error_detail: str = ""
@@ -258,8 +276,23 @@ def resolve_schema_variant(backend: GenerationBackend, requested: str) -> Schema
     return "strict" if speaks_openai_strict(backend) else "full"
 
 
+def judge_prompt(config: JudgeSettings, lang: str) -> JudgePrompt:
+    """The prompt of one language in ``config``'s format: from a published resources folder, or from the prompt
+    and exemplar files (bundled, or the recipe's folders)."""
+    fmt = judge_format(config.format)
+    if config.judge_resources:
+        from gnt.judge.resources import load_resource_prompt
+
+        return load_resource_prompt(config.judge_resources, lang, fmt, config.n_exemplars, config.skip_bad_shots)
+    return load_prompt(lang, fmt, config.prompts_dir, config.exemplars_dir, config.n_exemplars)
+
+
 class LLMJudge:
-    """Judges items with a generation backend in one format; prompts are loaded per language on first use."""
+    """Judges items with a generation backend in one format; prompts are loaded per language on first use.
+
+    ``adapter`` is a LoRA adapter applied to every request (a trained judge); with ``label_scoring`` the verdict is
+    the most probable label reply instead of a generated one.
+    """
 
     def __init__(
         self,
@@ -267,10 +300,15 @@ class LLMJudge:
         config: JudgeSettings | None = None,
         cache: JudgeCache | None = None,
         prompts: dict[str, JudgePrompt] | None = None,
+        adapter: Adapter | None = None,
     ) -> None:
         self.backend = backend
         self.config = (config or JudgeSettings()).judge_settings()
         self.fmt = judge_format(self.config.format)
+        if self.config.label_scoring and self.fmt.phrases:
+            raise ValueError(f"label scoring needs an L format (the label alone): {self.fmt.name} replies with phrases, "
+                             "which only generation can write")
+        self.adapter = adapter
         self.cache = cache if cache is not None else JudgeCache()
         self._prompts: dict[str, JudgePrompt] = dict(prompts or {})
         self.schema_variant = resolve_schema_variant(backend, self.config.schema_variant)
@@ -279,20 +317,16 @@ class LLMJudge:
 
     @property
     def model_id(self) -> str:
-        return self.backend.model_id
+        """The judge's identity in cache keys and records: the base model, the adapter's weights, and how the label
+        is read (a scored label and a generated one are different judgments)."""
+        identity = self.backend.model_id
+        if self.adapter is not None:
+            identity += f"+{self.adapter.name}@{self.adapter.weights_hash}"
+        return identity + ("|label-scoring" if self.config.label_scoring else "")
 
     def prompt(self, lang: str) -> JudgePrompt:
         if lang not in self._prompts:
-            if self.config.judge_resources:
-                from gnt.judge.resources import load_resource_prompt
-
-                self._prompts[lang] = load_resource_prompt(
-                    self.config.judge_resources, lang, self.fmt, self.config.n_exemplars, self.config.skip_bad_shots
-                )
-            else:
-                self._prompts[lang] = load_prompt(
-                    lang, self.fmt, self.config.prompts_dir, self.config.exemplars_dir, self.config.n_exemplars
-                )
+            self._prompts[lang] = judge_prompt(self.config, lang)
             for warning in self._prompts[lang].warnings:
                 log.warning("judge exemplars: %s", warning)
         return self._prompts[lang]
@@ -305,6 +339,9 @@ class LLMJudge:
             "judge_model": self.model_id,
             "backend": self.backend.describe(),
             "schema_variant": self.schema_variant,
+            "scoring": "labels" if self.config.label_scoring else "generation",
+            "adapter": None if self.adapter is None else {
+                "name": self.adapter.name, "path": self.adapter.path, "weights_hash": self.adapter.weights_hash},
             "config": asdict(self.config),
             "prompts": {
                 lang: {
@@ -324,7 +361,7 @@ class LLMJudge:
             seed=self.config.seed,
         )
         messages = self.prompt(item.lang).messages(item.source, item.translation)
-        return GenerationRequest.from_messages(messages, constraint=self.constraint, params=params)
+        return GenerationRequest.from_messages(messages, adapter=self.adapter, constraint=self.constraint, params=params)
 
     def key(self, item: JudgeItem) -> str:
         return judgment_key(self.model_id, self.fmt.name, self.prompt(item.lang).fingerprint, item)
@@ -354,7 +391,9 @@ class LLMJudge:
                     prompt_fingerprint=prompt.fingerprint,
                 )
         stats.judged = len(pending)
-        for attempt in range(self.config.judge_retries + 1):
+        if self.config.label_scoring:
+            self._score_labels(unique, pending, done, stats, progress)
+        for attempt in range(0 if self.config.label_scoring else self.config.judge_retries + 1):
             if not pending:
                 break
             if attempt > 0:
@@ -371,10 +410,7 @@ class LLMJudge:
                     self._record_attempt(judgment, request, generation)
                     if judgment.ok:
                         finished.append(pending.pop(key))
-                self.cache.put(finished)
-                done.update((j.cache_key, j) for j in finished)
-                if progress is not None:
-                    progress(len(done), stats.unique)
+                self._keep(finished, done, stats, progress)
         for judgment in pending.values():
             judgment.error = JUDGE_ERROR
         self.cache.put(pending.values())
@@ -390,6 +426,53 @@ class LLMJudge:
             log.warning("judge: %d of %d unique items ended as judge_error %s", stats.errors, stats.unique,
                         dict(stats.errors_by_kind))
         return [done[key] for key in keys]
+
+    def _score_labels(self, unique: dict[str, JudgeItem], pending: dict[str, Judgment], done: dict[str, Judgment],
+                      stats: JudgeStats, progress: Callable[[int, int], None] | None) -> None:
+        """Judge ``pending`` items by their labels' log-probabilities (one pass per chunk); what fails stays pending
+        with its ``backend_error`` (scoring is deterministic: asking again would give the same failure)."""
+        from gnt.generation.scoring import ChoiceRequest, score_choices
+
+        labels = self.fmt.labels
+        replies = tuple(render_reply({"label": label}) for label in labels)
+        keys_now = list(pending)
+        for start in range(0, len(keys_now), self.config.chunk_size):
+            batch = keys_now[start : start + self.config.chunk_size]
+            requests = [ChoiceRequest(GenerationRequest.from_messages(
+                self.prompt(unique[k].lang).messages(unique[k].source, unique[k].translation)).messages,
+                replies, self.adapter) for k in batch]
+            try:
+                scores = score_choices(self.backend, requests, batch_size=getattr(self.backend, "batch_size", 16))
+            except Exception as exc:  # noqa: BLE001 - e.g. a backend that cannot score: counted, never a crash
+                scores = [None] * len(batch)
+                failure = f"{type(exc).__name__}: {exc}"
+            stats.requests += len(batch)
+            finished = []
+            for key, score in zip(batch, scores, strict=True):
+                judgment = pending[key]
+                judgment.attempts += 1
+                if score is None or score.error:
+                    judgment.error_kind = "backend_error"
+                    judgment.error_detail = redact(score.error if score is not None else failure) or ""
+                    judgment.attempt_errors.append("backend_error")
+                    continue
+                probabilities = score.probabilities()
+                best = max(range(len(labels)), key=lambda i: probabilities[i])
+                judgment.label = labels[best]
+                judgment.neutral = is_neutral(judgment.label)
+                judgment.probability = round(probabilities[best], 6)
+                judgment.label_probabilities = {label: round(p, 6) for label, p in zip(labels, probabilities, strict=True)}
+                judgment.raw = replies[best]
+                finished.append(pending.pop(key))
+            self._keep(finished, done, stats, progress)
+
+    def _keep(self, finished: list[Judgment], done: dict[str, Judgment], stats: JudgeStats,
+              progress: Callable[[int, int], None] | None) -> None:
+        """Cache a chunk's finished judgments as they complete (a killed run keeps its work) and report progress."""
+        self.cache.put(finished)
+        done.update((j.cache_key, j) for j in finished)
+        if progress is not None:
+            progress(len(done), stats.unique)
 
     def _generate(self, requests: list[GenerationRequest]) -> list[Generation]:
         try:

@@ -114,8 +114,10 @@ class JudgePrompt:
 
     @cached_property
     def fingerprint(self) -> str:
-        """Content hash of the system text and exemplar turns: part of the judge cache key."""
-        return hash_json({"format": self.fmt.name, "system": self.system, "turns": self.exemplar_turns()})
+        """Content hash of the system text, the exemplar turns and the shape of the item's turn: part of the judge
+        cache key, and what a trained judge adapter records it learned (any change is a different prompt)."""
+        return hash_json({"format": self.fmt.name, "system": self.system, "turns": self.exemplar_turns(),
+                          "item": self.user_turn("{source}", "{translation}")})
 
 
 def render_reply(obj: dict[str, Any]) -> str:

@@ -15,11 +15,28 @@ Say = Callable[[str], None]
 
 
 def _llm_judge(recipe: JudgeRecipe, fmt: str | None = None, cache_path: str | Path | None = None, backend: Any = None):
-    from gnt.judge.config import make_backend
-    from gnt.judge.llm_judge import JudgeCache, LLMJudge
+    """The recipe's LLM judge (with its trained adapter, checked against the recipe before any model loads) and
+    its backend."""
+    import logging
 
+    from gnt.judge.config import make_backend, resolve_model_path
+    from gnt.judge.learned import check_trained_prompts, judge_adapter
+    from gnt.judge.llm_judge import JudgeCache, LLMJudge, judge_prompt
+
+    adapter, record = None, {}
+    if recipe.judge_adapter:
+        adapter, record = judge_adapter(recipe.judge_adapter, resolve_model_path(recipe.judge_model or ""),
+                                        recipe=recipe.recipe)
+    settings = recipe.judge_settings(fmt)
+    if adapter is not None:  # the prompts are files: checked before the model loads
+        fingerprints = {lang: judge_prompt(settings, lang).fingerprint for lang in recipe.langs}
+        unseen = check_trained_prompts(record, settings.format, fingerprints, recipe.judge_adapter or "")
+        if unseen:
+            logging.getLogger(__name__).warning("the judge adapter was not trained on %s: its verdicts there are "
+                                                "unvalidated", ", ".join(unseen))
     backend = backend or make_backend(recipe)
-    return LLMJudge(backend, recipe.judge_settings(fmt), JudgeCache(cache_path)), backend
+    per_request = adapter if recipe.backend != "transformers" else None  # transformers merged it into the base
+    return LLMJudge(backend, settings, JudgeCache(cache_path), adapter=per_request), backend
 
 
 def read_validation(path: str | Path | None) -> dict[str, Any] | None:
@@ -57,6 +74,8 @@ def judge_folder(folder: ResultsFolder, recipe: JudgeRecipe, say: Say = print) -
     if recipe.judge == "llm":
         llm, backend = _llm_judge(recipe, cache_path=recipe.cache or folder.path / CACHE)
     try:
+        if llm is not None and validation is None and recipe.validate_references and entries:
+            validation = _validate_on_references(folder, llm, entries, recipe, say)
         summaries = judge_results(folder, folder.select(recipe.models), llm=llm, lexical=lexical, entries=entries,
                                   validation=validation, progress=say)
     finally:
@@ -65,6 +84,23 @@ def judge_folder(folder: ResultsFolder, recipe: JudgeRecipe, say: Say = print) -
     errors = sum(s["n_judge_errors"] for s in summaries.values())
     say(f"judged {len(summaries)} model folder(s); {errors} judge error(s) in total")
     return summaries
+
+
+def _validate_on_references(folder: ResultsFolder, llm: Any, entries: list, recipe: JudgeRecipe, say: Say) -> dict:
+    """The judge validated on the references of the rows an evaluation scored (its judgments cached with the
+    folder's), written where the report reads it."""
+    from gnt.filenames import JUDGE_VALIDATION
+    from gnt.io import write_json
+    from gnt.judge.prompts import exemplar_source_keys
+    from gnt.judge.validation import llm_classifier, reference_table, validate_references
+
+    exclude = exemplar_source_keys(recipe.langs, recipe.exemplars_dir)
+    say(f"validating the judge on the references of the {len(entries)} evaluated rows (labels known by construction)")
+    report = validate_references(entries, {llm.fmt.name: llm_classifier(llm)}, exclude, judge_info=llm.describe())
+    report["data"] = "the evaluated rows (record.json rows.source)" if not recipe.data else str(recipe.data)
+    write_json(folder.path / JUDGE_VALIDATION, report)
+    say(reference_table(report))
+    return report
 
 
 def validate_judge(recipe: JudgeRecipe, say: Say = print) -> Path:
@@ -121,8 +157,7 @@ def validate_judge(recipe: JudgeRecipe, say: Say = print) -> Path:
                 for fmt in formats:
                     judge, backend = _llm_judge(recipe, fmt.name, recipe.cache, backend)
                     classifiers[fmt.name] = llm_classifier(judge)
-                    info = {"kind": "llm", "judge_model": judge.model_id, "backend": backend.describe(),
-                            "formats": [f.name for f in formats]}
+                    info = {**judge.describe(), "formats": [f.name for f in formats]}
             report = validate_references(entries, classifiers, exclude, judge_info=info)
             report["data"] = str(recipe.data or SAMPLE_DIR)
             write_json(out, report)

@@ -85,12 +85,16 @@ class ReferenceItem:
 
 
 def reference_items(entries: Iterable[Entry], exclude_source_keys: Iterable[str] = ()) -> list[ReferenceItem]:
-    """Ref-G and (first) Ref-N of every row with its gold label, leaving out rows whose source is excluded."""
+    """Ref-G and (first) Ref-N of every row with its gold label, leaving out rows whose source is excluded.
+
+    Templated entries are left out too: their "Ref-N" of a determined input only neutralises the adjective and
+    keeps the gendered cue ("El hombre ..."), so the mGeNTE rule (every Ref-N is NEUTRAL) does not hold for them.
+    """
     excluded = set(exclude_source_keys)
     gold = {(s, r): g for s, r, g in REFERENCE_CELLS}
     items = []
     for entry in entries:
-        if entry.source_key in excluded:
+        if entry.source_key in excluded or entry.origin == "templated":
             continue
         for reference in ("Ref-G", "Ref-N"):
             items.append(ReferenceItem(entry, reference, gold[(entry.set, reference)]))
@@ -154,6 +158,8 @@ def validate_references(
                     "lang": lang,
                     "cells": _cell_scores(sub_refs, sub_preds, fmt),
                     "report": classification_report(gold, pred, fmt.labels),
+                    "binary": classification_report([_binary(g) for g in gold], [_binary(p) for p in pred],
+                                                    MONO_LABELS),
                 }
             )
     headline = next((r for r in results if r["lang"] == "all" and r["format"] == DEFAULT_FORMAT), None)
@@ -166,6 +172,13 @@ def validate_references(
         "n_references": len(refs),
         "results": results,
     }
+
+
+def _binary(label: str) -> str:
+    """GENDERED or NEUTRAL (what GNT accuracy uses); an error or abstention stays itself (counted as wrong)."""
+    if label in (ERROR_LABEL, ABSTAIN):
+        return label
+    return NEUTRAL if label == NEUTRAL else GENDERED
 
 
 def _headline(judge_info: dict[str, Any] | None, fmt: str | None, report: dict[str, Any] | None) -> dict[str, Any]:

@@ -1,0 +1,281 @@
+"""A judge that runs anywhere: its training rows from a data build, label scoring, and the checks on its adapter."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gnt.data.build import BuildConfig, build_dataset
+from gnt.data.entry import Entry
+from gnt.data.errors import DataError, DataErrors
+from gnt.generation.scoring import ChoiceRequest, ScoreRequest, score_choices, score_completions
+from gnt.io import read_json, read_jsonl
+from gnt.judge.learned import check_trained_prompts, judge_adapter, judge_recipe_mapping
+from gnt.judge.training_rows import (
+    JudgeRowSettings,
+    JudgeRowsExtra,
+    departing_spans,
+    mgente_examples,
+    templated_examples,
+)
+from gnt.paths import PROJECT_ROOT, RECIPES_DIR
+from gnt.recipe import RecipeError
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def _build(out: Path, **judge: object) -> dict:
+    settings = JudgeRowSettings(**{"judge_langs": ("it", "es", "de", "el"), **judge}).validate()  # type: ignore[arg-type]
+    return build_dataset(BuildConfig(out_dir=str(out), langs=("it", "es"), templated_pairs=200, progress=False),
+                         [JudgeRowsExtra(settings, ("it", "es"))])
+
+
+@pytest.fixture(scope="module")
+def judge_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("judge-build") / "data"
+    _build(out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- rows
+def _entry(**fields: object) -> Entry:
+    base = dict(id="X-1", lang="it", set="Set-N", source="The citizens are worried.",
+                ref_g="I cittadini sono preoccupati.", ref_n=("La cittadinanza è preoccupata.",),
+                gendered_words=("cittadini", "preoccupati"), meta={"gendered_word_genders": "M;M"})
+    return Entry(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def test_reference_labels_follow_from_the_set() -> None:
+    set_n = list(mgente_examples(_entry()))
+    assert [(e.translation, e.label) for e in set_n] == [
+        ("I cittadini sono preoccupati.", "WRONGLY GENDERED"), ("La cittadinanza è preoccupata.", "NEUTRAL")]
+    assert set_n[0].phrases[0] == {"phrase": "cittadini", "gender": "M", "gender_correctness": "wrong"}
+    assert set_n[1].phrases[0]["gender"] == "N"
+    set_g = list(mgente_examples(_entry(set="Set-G", gender="F", source="Mrs Haug is worried.",
+                                        ref_n=("A", "B"))))
+    assert [e.label for e in set_g] == ["CORRECTLY GENDERED", "NEUTRAL", "NEUTRAL"]
+    assert {p["gender"] for p in set_g[0].phrases} == {"F"}
+
+
+def test_departing_spans_are_the_words_the_neutral_reference_changed() -> None:
+    spans = departing_spans("Chi rappresenta la Commissione ci ha detto di essere soddisfatto",
+                            "Il commissario ci ha detto di essere soddisfatto")
+    assert spans == ("Chi rappresenta la Commissione",)
+
+
+def test_templated_labels_only_where_the_forms_decide() -> None:
+    meta = {"gender_marked": "true", "form_m": "riservato", "form_f": "riservata", "form_n": "una persona riservata"}
+    det = Entry("p1-det", "it", "Set-G", '"You are reserved," I told her.', "«Sei riservata», le dissi.",
+                ("«Sei una persona riservata», le dissi.",), gender="F", origin="templated", meta=meta)
+    got = {e.translation: e.label for e in templated_examples(det)}
+    assert got == {"«Sei riservata», le dissi.": "CORRECTLY GENDERED",
+                   "«Sei riservato», le dissi.": "WRONGLY GENDERED"}  # the other gender contradicts the source
+    epicene = Entry("p2-det", "it", "Set-G", '"I am funny," he said.', "«Sono divertente», disse.",
+                    ("«Sono divertente», disse.",), gender="M", origin="templated",
+                    meta={**meta, "gender_marked": "false"})
+    assert list(templated_examples(epicene)) == []  # nothing in the forms says whether it genders anyone
+    amb = Entry("p1-amb", "it", "Set-N", '"You are reserved," I said.', "«Sei riservato», dissi.",
+                ("«Sei una persona riservata», dissi.",), origin="templated", meta=meta)
+    assert {e.label for e in templated_examples(amb)} == {"NEUTRAL", "WRONGLY GENDERED"}
+
+
+def test_the_build_writes_judge_rows_from_training_and_dev_sources_only(judge_build: Path) -> None:
+    manifest = read_json(judge_build / "manifest.json")
+    judge = manifest["judge"]
+    assert judge["format"] == "CROSS-L" and judge["labels"] == ["CORRECTLY GENDERED", "WRONGLY GENDERED", "NEUTRAL"]
+    assert judge["langs"] == ["it", "es", "de", "el"], "every judge language, beside the build's it/es"
+    train = read_jsonl(judge_build / "judge" / "train.jsonl")
+    dev = read_jsonl(judge_build / "judge" / "dev.jsonl")
+    references = [Entry.from_record(r) for r in read_jsonl(judge_build / "eval" / "judge_references.jsonl")]
+    assert {r["lang"] for r in train} == {"it", "es", "de", "el"}
+    assert {r["label"] for r in train} == set(judge["labels"])
+    held_out = {e.source_key for e in references}
+    assert held_out and not held_out & {r["source_key"] for r in train + dev}, "no held-out source in judge rows"
+    assert {e.lang for e in references} == {"it", "es", "de", "el"}
+    translation_test = {r["source_key"] for r in read_jsonl(judge_build / "eval" / "mgente_test.jsonl")}
+    assert translation_test <= held_out, "the translator's test sources are held out from the judge too"
+    row = train[0]
+    assert row["completion"] == [{"role": "assistant", "content": json.dumps({"label": row["label"]}, ensure_ascii=False)}]
+    assert row["prompt"][-1]["content"].startswith("Source: ") and row["cell"].startswith("judge/")
+    by_origin = judge["counts"]["train"]["by_origin"]
+    assert by_origin["templated"] <= 0.5 * by_origin["mgente"] + 4, "templated rows are capped per language"
+
+
+def test_distilled_judgments_are_learned_only_from_training_sources(judge_build: Path, tmp_path: Path) -> None:
+    train = read_jsonl(judge_build / "judge" / "train.jsonl")
+    references = read_jsonl(judge_build / "eval" / "judge_references.jsonl")
+    source = train[0]["prompt"][-1]["content"].split("\n")[0].removeprefix("Source: ")
+    cache = tmp_path / "judgments.jsonl"
+    good = {"lang": "it", "source": source, "translation": "Una traduzione qualsiasi.", "label": "NEUTRAL"}
+    cache.write_text(json.dumps(good) + "\n")
+    _build(tmp_path / "ok", judge_distill=(str(cache),))
+    rows = read_jsonl(tmp_path / "ok" / "judge" / "train.jsonl")
+    assert any(r["origin"] == "distilled" and r["label"] == "NEUTRAL" for r in rows)
+
+    leak = {**good, "source": references[0]["source"]}
+    cache.write_text(json.dumps(good) + "\n" + json.dumps(leak) + "\n")
+    with pytest.raises(DataError, match=r"judgments.jsonl:2.*held-out \(test\) source"):
+        _build(tmp_path / "leak", judge_distill=(str(cache),))
+    assert not (tmp_path / "leak").exists(), "nothing written"
+
+    cache.write_text(json.dumps({**good, "label": "GENDERED"}) + "\n")
+    with pytest.raises(DataError, match="not a CROSS label"):
+        _build(tmp_path / "mono", judge_distill=(str(cache),))
+    cache.write_text(json.dumps({**good, "source": "A sentence no build has."}) + "\n")
+    with pytest.raises((DataError, DataErrors), match="not a source of this build"):
+        _build(tmp_path / "unknown", judge_distill=(str(cache),))
+
+
+def test_training_refuses_a_judge_row_with_an_unknown_label(judge_build: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from gnt.training.data import load_training_data
+
+    data = tmp_path / "data"
+    shutil.copytree(judge_build, data)
+    rows = (data / "judge" / "train.jsonl").read_text().splitlines()
+    bad = json.loads(rows[2])
+    bad["label"] = "MAYBE"
+    rows[2] = json.dumps(bad)
+    (data / "judge" / "train.jsonl").write_text("\n".join(rows) + "\n")
+
+    class Tok:  # rows are checked before any tokenizing
+        pass
+
+    with pytest.raises(DataError, match=r"train.jsonl:3:label: unknown label 'MAYBE'"):
+        load_training_data(data, "sft", tokenizer=Tok(), system_role=True, max_length=None, rows_name="judge")
+
+
+# ---------------------------------------------------------------------------------------------- scoring
+def test_choice_scores_equal_completion_scores(tiny_model_dir: Path) -> None:
+    from gnt.generation.transformers_backend import TransformersBackend
+
+    system = ("system", "Label the translation. " * 6)
+    choices = ('{"label": "CORRECTLY GENDERED"}', '{"label": "WRONGLY GENDERED"}', '{"label": "NEUTRAL"}')
+    prompts = [(system, ("user", f"Source: {s}\nTarget: {t}")) for s, t in (
+        ("The citizens are worried.", "I cittadini sono preoccupati."),
+        ("She thanked the rapporteur for his excellent work on this file.", "Ha ringraziato il relatore."),
+        ("I am tired.", "Sono stanca."))]
+    for reuse in (True, False):
+        backend = TransformersBackend(str(tiny_model_dir), device="cpu", prefix_reuse=reuse)
+        got = score_choices(backend, [ChoiceRequest(p, choices) for p in prompts], batch_size=2)
+        want = score_completions(backend, [ScoreRequest(p, c) for p in prompts for c in choices], batch_size=4)
+        for i, scores in enumerate(got):
+            assert scores.error is None
+            assert scores.logprobs == pytest.approx([w.logprob for w in want[3 * i : 3 * i + 3]], abs=1e-3)
+            assert sum(scores.probabilities()) == pytest.approx(1.0)
+        if reuse:
+            assert backend.stats.prefix_builds >= 1, "the system text is computed once per cluster"
+
+
+def test_a_label_scoring_judge_keeps_the_probability_and_caches_it(tiny_model_dir: Path) -> None:
+    from gnt.generation.transformers_backend import TransformersBackend
+    from gnt.judge.llm_judge import JudgeCache, JudgeItem, JudgeSettings, LLMJudge
+
+    backend = TransformersBackend(str(tiny_model_dir), device="cpu")
+    settings = JudgeSettings(format="CROSS-L", label_scoring=True, n_exemplars=0)
+    judge = LLMJudge(backend, settings, JudgeCache())
+    items = [JudgeItem("it", "The citizens are worried.", "I cittadini sono preoccupati."),
+             JudgeItem("es", "I am tired.", "Estoy cansada.")]
+    first = judge.judge(items)
+    assert all(j.ok and j.label in ("CORRECTLY GENDERED", "WRONGLY GENDERED", "NEUTRAL") for j in first)
+    for j in first:
+        assert math.isclose(sum(j.label_probabilities.values()), 1.0, abs_tol=1e-4)
+        assert j.probability == max(j.label_probabilities.values())
+        assert j.neutral == (j.label == "NEUTRAL")
+    assert "label-scoring" in judge.model_id
+    again = judge.judge(items)
+    assert judge.stats.cached == 2 and judge.stats.judged == 0
+    assert [j.probability for j in again] == [j.probability for j in first]
+    with pytest.raises(ValueError, match="label scoring needs an L format"):
+        LLMJudge(backend, JudgeSettings(format="CROSS-P+L", label_scoring=True))
+
+
+# ---------------------------------------------------------------------------------------------- recipes
+def test_a_training_recipe_reads_as_a_judge_recipe(tmp_path: Path) -> None:
+    keys, lines = judge_recipe_mapping(RECIPES_DIR / "judge-gemma270m.yaml")
+    assert keys["judge_model"] == "gnt:gemma" and keys["judge_adapter"] == "runs/judge-gemma270m"
+    assert keys["format"] == "CROSS-L" and keys["label_scoring"] is True and keys["judge"] == "llm"
+    assert lines["judge_adapter"] > 0
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("judge: lexical\n")
+    assert judge_recipe_mapping(plain)[0] == {"judge": "lexical"}
+    broken = tmp_path / "train.yaml"
+    broken.write_text("model_name_or_path: gnt:tiny\noutput_dir: runs/x\n")
+    with pytest.raises(RecipeError, match="needs a `judge:` section"):
+        judge_recipe_mapping(broken)
+
+
+def _judge_cli(*args: str, cwd: Path = PROJECT_ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "eval/judge.py", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_missing_adapter_is_one_error_line(tmp_path: Path) -> None:
+    out = tmp_path / "validation.json"
+    done = _judge_cli("validate", "recipes/judge-gemma270m.yaml", f"judge_adapter={tmp_path / 'nothing'}",
+                      f"validation={out}")
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "does not exist: train the judge first" in errors[0]
+    assert not out.exists()
+
+
+def test_an_adapter_of_another_base_model_is_refused(eval_tiny_run: Path, tmp_path: Path) -> None:
+    with pytest.raises(RecipeError, match="trained on the base model .* not on judge_model"):
+        judge_adapter(eval_tiny_run / "checkpoint-1", str(tmp_path / "some-other-model"))
+    adapter, record = judge_adapter(eval_tiny_run / "checkpoint-1", record_base(eval_tiny_run))
+    assert adapter.weights_hash and record
+
+
+def record_base(run: Path) -> str:
+    return read_json(run / "gnt_run.json")["base_model"]
+
+
+def test_prompts_other_than_the_trained_ones_are_refused() -> None:
+    record = {"rows_manifest": {"format": "CROSS-L", "prompt_fingerprints": {"it": "a", "es": "b"},
+                                "prompts_dir": "data/judge/prompts-learned"}}
+    assert check_trained_prompts(record, "CROSS-L", {"it": "a"}, "runs/j") == []
+    assert check_trained_prompts(record, "CROSS-L", {"it": "a", "de": "z"}, "runs/j") == ["de"]
+    with pytest.raises(RecipeError, match="trained on CROSS-L rows, not format=MONO-L"):
+        check_trained_prompts(record, "MONO-L", {"it": "a"}, "runs/j")
+    with pytest.raises(RecipeError, match="learned other prompt texts for it"):
+        check_trained_prompts(record, "CROSS-L", {"it": "changed"}, "runs/j")
+
+
+# ---------------------------------------------------------------------------------------------- end to end
+@pytest.mark.slow
+def test_train_validate_and_judge_with_a_tiny_judge(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """The whole path on the tiny model: rows → train/sft.py on them → validate on held-out references (files the
+    report reads) → judge an evaluation's translations, with probabilities in the judgments."""
+    data = tmp_path / "data"
+    build = subprocess.run([sys.executable, "data/build.py", f"out_dir={data}", "langs=it", "judge_langs=it,es",
+                            "templated_pairs=20", "progress=false"], cwd=PROJECT_ROOT, capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    recipe = tmp_path / "judge.yaml"
+    recipe.write_text((RECIPES_DIR / "judge-gemma270m.yaml").read_text()
+                      .replace("model_name_or_path: gnt:gemma", f"model_name_or_path: {tiny_model_dir}")
+                      .replace("dtype: bfloat16", "dtype: float32"))
+    run = tmp_path / "judge-run"
+    train = subprocess.run([sys.executable, "train/sft.py", str(recipe), f"data_dir={data}", f"output_dir={run}",
+                            "max_steps=2", "save_steps=2", "per_device_train_batch_size=4", "max_length=512"],
+                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    assert train.returncode == 0, train.stderr[-2000:]
+    record = read_json(run / "gnt_run.json")
+    assert record["data_rows"] == "judge" and record["rows_manifest"]["format"] == "CROSS-L"
+    out = tmp_path / "validation.json"
+    done = _judge_cli("validate", str(recipe), f"judge_adapter={run}", f"data={data}/eval/judge_references.jsonl",
+                      f"validation={out}", "langs=it,es")
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = read_json(out)
+    assert report["kind"] == "references" and report["judge_info"]["scoring"] == "labels"
+    every = next(r for r in report["results"] if r["lang"] == "all")
+    assert every["cells"]["overall"]["errors"] == 0 and every["binary"]["n"] == every["cells"]["overall"]["n"]
+    wrong = _judge_cli("validate", str(recipe), f"judge_adapter={run}", "format=MONO-L",
+                       f"validation={tmp_path / 'x.json'}")
+    assert wrong.returncode == 2 and "trained on CROSS-L rows" in wrong.stderr
