@@ -3,6 +3,7 @@ validation that reaches the report. (The README's quickstart commands themselves
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,54 @@ def test_a_judge_validation_written_by_default_shows_in_the_report_of_the_defaul
     assert judge(["validate", "judge=lexical", f"data={SAMPLE_DIR}", "langs=it"]) == 0
     report = build_report(results).read_text(encoding="utf-8")
     assert "Judge validation:" in report and "not been validated" not in report
+
+
+# ------------------------------------------------------------------------------------------------ the GPU check
+GPU_CHECK = PROJECT_ROOT / "scripts" / "gpu_check.sh"
+FAKE_PYTHON = """#!/bin/bash
+case "$1" in
+  -) cat >/dev/null; echo "preflight ok";;            # the package check
+  -c) exit 1;;                                         # is vllm installed? no
+  -m) exit 0;;                                         # pip install of carried wheels
+  *) echo "RAN $*";;                                   # a benchmark
+esac
+"""
+
+
+def _gpu_check(tmp_path: Path, budget: int, gpu: bool = True) -> subprocess.CompletedProcess:
+    """scripts/gpu_check.sh with a stand-in python (its benchmarks only say what they were asked to run)."""
+    import os
+    import stat
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    python = bin_dir / "python"
+    python.write_text(FAKE_PYTHON)
+    python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    if gpu:
+        smi = bin_dir / "nvidia-smi"
+        smi.write_text("#!/bin/bash\necho 'NVIDIA H200, 143771 MiB, 580.159.04'\n")
+        smi.chmod(smi.stat().st_mode | stat.S_IXUSR)
+    env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHON": str(python), "BUDGET_S": str(budget),
+           "OUT": str(tmp_path / "out")}
+    return subprocess.run(["bash", str(GPU_CHECK)], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_the_gpu_check_runs_every_stage_in_order_within_its_budget(tmp_path: Path) -> None:
+    result = _gpu_check(tmp_path, budget=530)
+    assert result.returncode == 0, result.stderr
+    ran = [line for line in result.stdout.splitlines() if line.startswith("RAN ")]
+    assert [line.rsplit("--stages ", 1)[1] for line in ran] == ["build", "grid", "sft-lora", "sft-qlora"]
+    assert all("bench/gpu_grid.py --backend transformers --rows-per-lang 20" in line for line in ran)
+    assert "learned-judge not measured: bench/learned_judge_throughput.py does not exist yet" in result.stdout
+    assert "gpu_check: build, at most 120 s" in result.stdout  # each stage capped, never past the deadline
+    assert any(p.name.startswith("gpu_grid") for p in (tmp_path / "out").iterdir())  # records copied back
+
+
+def test_the_gpu_check_runs_no_stage_past_its_deadline_and_refuses_without_a_gpu(tmp_path: Path) -> None:
+    late = _gpu_check(tmp_path, budget=30)
+    assert late.returncode == 0 and "RAN " not in late.stdout
+    assert "gpu_check: build not run" in late.stdout and "gpu_check: sft-qlora not run" in late.stdout
+    (tmp_path / "cpu").mkdir()
+    none = _gpu_check(tmp_path / "cpu", budget=530, gpu=False)
+    assert none.returncode == 2 and "no NVIDIA GPU here" in none.stderr
