@@ -23,12 +23,14 @@ the warning is kept, as is every other bitsandbytes message."""
 
 MISSING_KERNELS = "No module named 'kernels'"
 
-GRADIENT_CHECKPOINTING_NOTICE = r"`is_gradient_checkpointing` is deprecated"
-"""transformers 5.24, ``modeling_utils.py``: the property ``is_gradient_checkpointing`` warns (FutureWarning) that
-it is a deprecated alias of ``is_activation_checkpointing``. gnt never reads it: PEFT 0.21.2
-(``PeftModel.__init__``) and TRL 1.16 (``disable_gradient_checkpointing``, ``unwrap_model_for_generation``) do, so
-every LoRA training start printed it. Only this message, from transformers' module, is ignored; remove the filter
-once PEFT and TRL read the new name."""
+GRADIENT_CHECKPOINTING_NOTICE = r"`(is_)?gradient_checkpointing(_enable|_disable)?` is deprecated"
+"""transformers 5.24, ``modeling_utils.py``: ``is_gradient_checkpointing``, ``gradient_checkpointing_enable`` and
+``gradient_checkpointing_disable`` warn (FutureWarning) that they are deprecated aliases of the
+``activation_checkpointing`` names. gnt never calls them: PEFT 0.21.2 (``PeftModel.__init__``,
+``prepare_model_for_kbit_training``) and TRL 1.16 (``disable_gradient_checkpointing``,
+``unwrap_model_for_generation``) do, so every LoRA training start printed one, and QLoRA or activation
+checkpointing more. Only these messages, from transformers' module, are ignored; remove the filter once PEFT and
+TRL call the new names."""
 
 
 def _not_the_missing_kernels_package(record: logging.LogRecord) -> bool:
