@@ -1,7 +1,8 @@
 # gnt-align: two commands for a fresh machine with only Python 3.11.
 #   make demo   install (once) and run the demo chain on the offline model and the bundled sample
 #   make test   install (once) and run the test suite
-#   make test-vllm   build .venv-vllm (once, ~12 min, ~10 GB) and check what the project sends vLLM against vLLM 0.33
+#   make vllm-env    build .venv-vllm (once, ~12 min, ~10 GB): the environment the GPU evaluation runs in (eval-vllm.yaml)
+#   make test-vllm   build .venv-vllm if needed and check what the project sends vLLM against vLLM 0.33
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin

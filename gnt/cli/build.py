@@ -1,7 +1,7 @@
 """Build SFT/DPO training data and held-out evaluation files from mGeNTE plus templated inputs.
 
     python data/build.py                                        # bundled sample → outputs/data
-    python data/build.py mgente=path/to/tsv_dir out_dir=outputs/data-full
+    python data/build.py mgente=path/to/tsv_dir                 # your mGeNTE copy → outputs/data (the recipes read it)
     python data/build.py mgente=FBK-MT/mGeNTE langs=it,es        # the hub (gated: log in first)
     python data/build.py recipes/my-data.yaml seed=1             # the same keys from a YAML file
 

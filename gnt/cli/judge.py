@@ -7,7 +7,7 @@
     # judge every model folder of an evaluation and refill its metrics (GNT accuracy, coherence)
     python eval/judge.py outputs/eval recipes/judge-tiny.yaml
     python eval/judge.py outputs/eval judge=lexical data=data/sample          # offline proxy, no model
-    python eval/judge.py outputs/eval recipes/judge-api.yaml validation=outputs/judge-validation.json
+    python eval/judge.py outputs/eval recipes/judge-api.yaml validation=outputs/eval/judge_validation.json
 
     # validate a judge: on mGeNTE references with known labels (accuracy per set x reference x format) ...
     python eval/judge.py validate recipes/judge-tiny.yaml data=data/sample formats=all

@@ -17,11 +17,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gnt.data.entry import LANGUAGES
+from gnt.filenames import JUDGE_VALIDATION
 from gnt.judge.llm_judge import JudgeSettings
 from gnt.judge.schema import judge_format
 from gnt.models.aliases import check_model_key
 from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
-from gnt.settings import BackendSettings
+from gnt.settings import BackendSettings, OutputSettings
+
+DEFAULT_VALIDATION = str(Path(OutputSettings().out_dir) / JUDGE_VALIDATION)
+"""Where ``validate`` writes its report when ``validation`` is not given: ``judge_validation.json`` in the default
+results folder, the file the report of that folder reads, so an evaluation into the default ``out_dir`` shows the
+validation beside its GNT numbers without naming it anywhere."""
 
 
 @dataclass
@@ -50,7 +56,8 @@ class JudgeRecipe(BackendSettings, JudgeSettings):
         "choices": LANGUAGES, "help": "languages to judge, validate or check"})
     lexical_check: bool = field(default=True, metadata={"help": "also run the lexical judge and report agreement"})
     validation: str | None = field(default=None, metadata={
-        "help": "the judge's validation report: validate writes it (null: outputs/judge-validation.json), judging "
+        "help": f"the judge's validation report: validate writes it (null: {DEFAULT_VALIDATION}, read by the "
+                "report of that results folder), judging "
                 "attaches its figures to the metrics"})
     validate_references: bool = field(default=True, metadata={
         "help": "judging an evaluation with an llm judge and no validation= report: first validate the judge on the "

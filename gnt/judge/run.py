@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gnt.judge.config import JudgeRecipe
+from gnt.judge.config import DEFAULT_VALIDATION, JudgeRecipe
 from gnt.recipe import RecipeError
 from gnt.results.folder import ResultsFolder
 
@@ -105,7 +105,8 @@ def _validate_on_references(folder: ResultsFolder, llm: Any, entries: list, reci
 
 def validate_judge(recipe: JudgeRecipe, say: Say = print) -> Path:
     """Validate the recipe's judge: on mGeNTE references with known labels, or on a gold file (``tsv``); writes
-    the report to ``recipe.validation`` (default ``outputs/judge-validation.json``) and returns its path."""
+    the report to ``recipe.validation`` (default :data:`gnt.judge.config.DEFAULT_VALIDATION`, where the report of
+    the default results folder reads it) and returns its path."""
     from gnt.io import write_json, write_text_atomic
     from gnt.judge.apply import load_rows
     from gnt.judge.lexical import LexicalJudge
@@ -122,7 +123,7 @@ def validate_judge(recipe: JudgeRecipe, say: Say = print) -> Path:
     from gnt.paths import SAMPLE_DIR
 
     formats = parse_formats(recipe.formats or [recipe.format])
-    out = Path(recipe.validation or "outputs/judge-validation.json")
+    out = Path(recipe.validation or DEFAULT_VALIDATION)
     backend = None
     try:
         if recipe.tsv:

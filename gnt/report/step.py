@@ -20,6 +20,10 @@ def publish(folder: Path, config: ReportConfig, say: Any = print) -> Path | None
     from gnt.report.build import build_report
 
     path = build_report(folder, config) if config.report else None
+    if path is not None:
+        from gnt.model_card import record_evaluation_in_cards
+
+        record_evaluation_in_cards(folder)  # each evaluated adapter's model card gets its metrics
     runs = list(config.wandb_run)
     if config.wandb:
         from gnt.report.collect import collect

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gnt.model_card import write_run_cards
 from gnt.recipe import RecipeError, ResolvedRecipe
 from gnt.training.base_model import check_quantization_available
 from gnt.training.callbacks import standard_callbacks
@@ -321,6 +322,7 @@ def train_run(run: PreparedRun) -> Path:
                 train_metrics={k: v for k, v in result.metrics.items() if isinstance(v, (int, float))},
             )
             write_run_record(setup.output_dir, run.record)
+            write_run_cards(setup.output_dir)  # model cards of the run and its checkpoints (gnt/model_card.py)
             if run.record["wandb"].get("mode") not in (None, "disabled"):
                 finish_run({"gnt/final_adapter": run.record["final_adapter"], "gnt/global_step": run.record["global_step"]})
             say(f"{setup.stage.upper()} adapter: {setup.output_dir.resolve()} (step {trainer.state.global_step})")
