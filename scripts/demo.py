@@ -1,6 +1,7 @@
 #!/usr/bin/env python
-"""The demo chain, run as the same commands a user types: data → SFT → DPO → ``gnt eval`` (grid sweep → judge →
-templated suite → attribution → report, + eval metrics logged into the training runs' offline W&B runs).
+"""The demo chain, run as the same commands a user types: data → the judge (a LoRA trained on the build's judge
+rows, then validated on the held-out references of every language) → SFT → DPO → ``gnt eval`` (grid sweep → judge
+→ templated suite → attribution → report, + eval metrics logged into the training runs' offline W&B runs).
 
     python scripts/demo.py                   # Gemma 3 270M (a real multilingual model, offline), en-it + en-es
     python scripts/demo.py model=smollm      # SmolLM2-135M-Instruct (English-first: does not translate)
@@ -38,7 +39,7 @@ from gnt.records import environment_record
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_RECORD = "demo_record.json"
 """Written in the demo folder: each step's wall time and peak resident memory, the versions and the commit."""
-TRAINING_STEPS = ("data", "sft", "dpo")
+TRAINING_STEPS = ("data", "judge_training", "judge_validation", "sft", "dpo")
 EVAL_STEPS = {"eval": "grid", "judge": "judge", "templated": "templated", "attribution": "attribution",
               "report": "report"}
 """The demo's evaluation step names and the pipeline steps (gnt/pipeline/keys.py) they are."""
@@ -55,6 +56,9 @@ class DemoProfile:
     dpo: str
     eval: str
     evaluate: str = "every"
+    judge: str | None = None
+    """The learned judge's training recipe (its judge: section is what the evaluation's judge step uses), or None
+    where the evaluation judges with the lexical judge alone."""
     """Which trained checkpoints the evaluation scores beside the base: ``every`` (SFT and DPO) or ``final`` (DPO
     only: on 2 CPU cores each Gemma checkpoint costs minutes of generation, and the goals are final vs base)."""
 
@@ -65,8 +69,9 @@ MODELS = {
     # without guidelines (en-it, en-es), where a CPU step costs seconds; the tiny random model shows every code
     # path on the 4-shot cells of all languages.
     "gemma": DemoProfile(
-        ("langs=it,es", "train_configs=None,S", "train_shots=0", "templated_pairs=600"),
+        ("langs=it,es", "judge_langs=it,es,de,el", "train_configs=None,S", "train_shots=0", "templated_pairs=600"),
         "recipes/gemma270m.yaml", "recipes/gemma270m-dpo.yaml", "recipes/eval-gemma270m.yaml", "final",
+        "recipes/judge-gemma270m.yaml",
     ),
     "smollm": DemoProfile(
         ("langs=it,es", "train_configs=None,S", "train_shots=0", "templated_pairs=600"),
@@ -74,9 +79,10 @@ MODELS = {
     ),
     "tiny": DemoProfile(
         ("templated_pairs=400",), "recipes/tiny.yaml", "recipes/tiny-dpo.yaml", "recipes/eval-tiny.yaml",
+        judge="recipes/judge-tiny-lora.yaml",
     ),
 }
-OVERRIDE_STEPS = ("sft", "dpo", *EVAL_STEPS)
+OVERRIDE_STEPS = ("judge_training", "sft", "dpo", *EVAL_STEPS)
 
 
 def _step(name: str) -> dict:
@@ -97,6 +103,7 @@ class DemoOptions:
     evaluate: Literal["final", "every"] | None = field(default=None, metadata={
         "help": "score the final (DPO) checkpoint only, or every stage's (SFT and DPO), beside the base (null: the "
                 "model's default: final for gemma, every for smollm and tiny)"})
+    judge_training: dict = _step("judge_training")
     sft: dict = _step("sft")
     dpo: dict = _step("dpo")
     eval: dict = _step("eval")
@@ -166,13 +173,27 @@ def _run(call: Call) -> int:
     steps = list(args.steps)
     out = Path(args.out_dir or f"outputs/demo-{args.model}")
     data, sft, dpo, results = out / "data", out / "runs" / "sft", out / "runs" / "dpo", out / "eval"
+    judge_run = out / "runs" / "judge"
     profile = MODELS[args.model]
     py = sys.executable
     evaluate = args.evaluate or profile.evaluate
     timings: dict[str, StepCost] = {}
+    judge_keys = [f"judge_adapter={judge_run}"] if profile.judge else []  # where this demo trained its judge
 
     if "data" in steps:
         timings["data"] = run([py, "data/build.py", f"out_dir={data}", *profile.build], "build data", args.dry_run)
+    if profile.judge and "judge_training" in steps:
+        timings["judge_training"] = run(
+            [py, "train/sft.py", profile.judge, f"data_dir={data}", f"output_dir={judge_run}",
+             *_assignments(args.judge_training)],
+            "the judge: LoRA on the build's judge rows (labels known by construction)", args.dry_run,
+        )
+    if profile.judge and "judge_validation" in steps:
+        timings["judge_validation"] = run(
+            [py, "eval/judge.py", "validate", profile.judge, *judge_keys,
+             f"data={data / 'eval' / 'judge_references.jsonl'}", f"validation={out / 'judge' / 'validation.json'}"],
+            "the judge on the held-out references of every language", args.dry_run,
+        )
     if "sft" in steps:
         timings["sft"] = run(
             [py, "train/sft.py", profile.sft, f"data_dir={data}", f"output_dir={sft}", *_assignments(args.sft)],
@@ -187,7 +208,7 @@ def _run(call: Call) -> int:
     if any(step in EVAL_STEPS for step in steps):
         timings["evaluation"] = run(
             [py, "eval/evaluate.py", profile.eval, f"runs={dpo}" if evaluate == "final" else f"runs={sft},{dpo}",
-             f"out_dir={results}",
+             f"out_dir={results}", *(f"judge.{key}" for key in judge_keys),
              *eval_arguments(steps, args)],
             f"evaluation: the steps of {profile.eval} over the base model and every checkpoint", args.dry_run,
         )
@@ -207,6 +228,8 @@ def _run(call: Call) -> int:
         print(f"  {name:<12} {cost.seconds:6.0f} s  peak {cost.peak_rss_mb or 0:6.0f} MB")
     print(f"  {'total':<12} {total:6.0f} s  peak {peak:6.0f} MB  ({out / DEMO_RECORD})")
     print(f"  data:     {(ROOT / data).resolve()}")
+    if profile.judge:
+        print(f"  judge:    {(ROOT / judge_run).resolve()}  (validation: {(ROOT / out / 'judge').resolve()})")
     print(f"  adapters: {(ROOT / sft).resolve()}  {(ROOT / dpo).resolve()}")
     print(f"  results:  {(ROOT / results).resolve()}")
     report = ROOT / results / "report" / REPORT_HTML
