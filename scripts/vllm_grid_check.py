@@ -61,15 +61,15 @@ def _run(call: Call) -> int:
     args = call.build(VllmCheckOptions)
     make_run = _tests_helper("_eval_helpers").make_run  # the run builder the tests use: checkpoints as in CI
 
+    from gnt.cli.evaluate import load_eval_config
     from gnt.data.build import BuildConfig, build_dataset
-    from gnt.evaluation.config import make_backend
+    from gnt.evaluation.driver import default_backend_factory as make_backend
     from gnt.evaluation.results import load_generations, load_summary
     from gnt.evaluation.sweep import run_sweep
     from gnt.generation.base import Constraint, DecodingParams, GenerationRequest
     from gnt.io import read_json, write_json
     from gnt.output_format import output_regex
     from gnt.paths import RECIPES_DIR
-    from gnt.pipeline import load_eval_config
 
     out = Path(args.out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)

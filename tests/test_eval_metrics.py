@@ -47,7 +47,7 @@ def test_label_metrics_match_hand_computed_values() -> None:
         assert block["label_macro_f1"]["value"] == pytest.approx(4 / 7, abs=1e-6)
         assert block["set_g_by_gender"]["F"]["value"] == pytest.approx(1 / 2)
         assert block["set_g_by_gender"]["M"]["value"] == pytest.approx(1 / 2)
-        assert block["gnt_accuracy"] is None and block["coherence"] is None and block["xcomet"] is None
+        assert not {"gnt_accuracy", "coherence", "xcomet"} & set(block), "the judge's and xCOMET's own files hold those"
 
 
 def test_macro_f1_is_unweighted_mean_of_class_f1() -> None:

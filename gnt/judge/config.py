@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gnt.data.entry import LANGUAGES
 from gnt.judge.llm_judge import JudgeSettings
@@ -22,6 +22,9 @@ from gnt.judge.schema import judge_format
 from gnt.models.aliases import check_model_key
 from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
 from gnt.settings import BackendSettings
+
+if TYPE_CHECKING:
+    from gnt.generation.base import GenerationBackend
 
 
 @dataclass
@@ -98,8 +101,9 @@ def resolve_model_path(name: str) -> str:
     return resolve_model(name)
 
 
-def make_backend(recipe: JudgeRecipe):
-    """The generation backend the recipe names (imported lazily: vLLM and httpx are optional)."""
+def make_backend(recipe: JudgeRecipe) -> GenerationBackend:
+    """The generation backend the recipe names, through the one builder every user shares
+    (:func:`gnt.generation.factory.build_backend`; imported lazily: vLLM and httpx are optional)."""
     from gnt.generation.factory import build_backend
 
     if recipe.backend == "http":
