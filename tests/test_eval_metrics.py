@@ -97,6 +97,11 @@ def test_judgments_fill_gnt_accuracy_and_coherence() -> None:
     assert coherence["GENDERED"]["value"] == pytest.approx(2 / 4)
     assert (coherence["NEUTRAL"]["value"], coherence["NEUTRAL"]["n"]) == (pytest.approx(1.0), 2)
     assert coherence["n_unjudged"] == 1
+    by_gender = block["gnt_accuracy_by_gender"]
+    # Set-G F: r0 gendered ✓, r1 neutral ✗ → 1/2; Set-G M: r2 neutral ✗, r3 error ✗ → 0/2
+    assert (by_gender["F"]["value"], by_gender["F"]["n"]) == (pytest.approx(1 / 2), 2)
+    assert (by_gender["M"]["value"], by_gender["M"]["n"]) == (pytest.approx(0.0), 2)
+    assert by_gender["n_unjudged"] == 0
 
 
 def test_paired_bootstrap_says_no_difference_for_identical_outputs() -> None:

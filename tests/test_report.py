@@ -75,6 +75,8 @@ HEADLINE = {
     "GNT acc. Set-N": ("gnt_accuracy", "Set-N"),
     "GNT acc. Set-G": ("gnt_accuracy", "Set-G"),
     "Coherence (NEUTRAL label)": ("coherence", "NEUTRAL"),
+    "GNT acc. Set-G F": ("gnt_accuracy_by_gender", "F"),  # a metric declared in the catalog alone
+    "GNT acc. Set-G M": ("gnt_accuracy_by_gender", "M"),
 }
 
 

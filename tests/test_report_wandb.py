@@ -94,6 +94,8 @@ def test_eval_metrics_land_at_checkpoint_steps_of_the_training_run(tmp_path: Pat
             metrics["overall"]["label_accuracy"]["Set-G"]["value"])
         assert evaluation.by("train/global_step", "eval/de/coherence/NEUTRAL")[step] == pytest.approx(
             metrics["languages"]["de"]["coherence"]["NEUTRAL"]["value"])
+        assert evaluation.by("train/global_step", "eval/all/gnt_accuracy_by_gender/F")[step] == pytest.approx(
+            metrics["overall"]["gnt_accuracy_by_gender"]["F"]["value"])  # logged as the catalog declares it
     # generation samples as a W&B table, plots as images (files beside the offline run)
     last = evaluation.history[-1]
     table = last["eval/samples"]

@@ -205,6 +205,20 @@ def coherence(b: BlockInputs) -> LabelStats:
             "n_unjudged": int((b.ok & ~b.judged & (b.labels != None)).sum())}  # noqa: E711
 
 
+class JudgedGenderStats(GenderStats):
+    """Set-G GNT accuracy per source gender, and the clean Set-G outputs the judge gave no verdict for."""
+
+    n_unjudged: int
+
+
+def gnt_accuracy_by_gender(b: BlockInputs) -> JudgedGenderStats:
+    """Set-G GNT accuracy split by the gender the source states: whether a model keeps feminine referents
+    feminine as often as masculine ones (a masculine default shows as F well below M)."""
+    return {"F": b.rate(b.gnt_correct, b.included & b.is_g & (b.gender == "F")),
+            "M": b.rate(b.gnt_correct, b.included & b.is_g & (b.gender == "M")),
+            "n_unjudged": int((b.ok & ~b.judged & b.is_g).sum())}
+
+
 # ----------------------------------------------------------------------------------------------- xCOMET's
 def _mean(b: BlockInputs, rows: Sequence[Mapping[str, Any]], field_name: str, tag: str) -> Stat:
     scored = [r for r in rows if r[field_name] is not None]
@@ -255,6 +269,12 @@ def _coherent(o: Output, group: str | None) -> float | None:
     if o.failed or o.row["label"] != group or o.neutral is None:
         return None
     return float(o.neutral == (group == NEUTRAL))
+
+
+def _gnt_by_gender(o: Output, group: str | None) -> float | None:
+    if o.row["set"] != "Set-G" or o.row.get("gender") != group:
+        return None
+    return 0.0 if o.failed else None if o.neutral is None else float(not o.neutral)
 
 
 # ----------------------------------------------------------------------------------------------- the catalog
@@ -309,6 +329,13 @@ METRICS: tuple[Metric, ...] = (
            columns=(Column("gnt_n_adequate", "GNT acc. Set-N, inadequate = wrong", ("gnt_accuracy_adequate",),
                            ("Set-N",), test=("gnt_accuracy_adequate", "Set-N")),),
            tests={"gnt_accuracy_adequate": _gnt(adequate_only=True)}, wandb=Wandb(skip=("n", "n_unjudged"))),
+    Metric("gnt_accuracy_by_gender", "judge", "Set-G GNT accuracy by the source gender F / M",
+           JudgedGenderStats, gnt_accuracy_by_gender, column_rank=48,
+           columns=(Column("gnt_g_f", "GNT acc. Set-G F", ("gnt_accuracy_by_gender",), ("F",),
+                           test=("gnt_accuracy_by_gender", "F")),
+                    Column("gnt_g_m", "GNT acc. Set-G M", ("gnt_accuracy_by_gender",), ("M",),
+                           test=("gnt_accuracy_by_gender", "M"))),
+           tests={"gnt_accuracy_by_gender": _gnt_by_gender}, wandb=Wandb(skip=("n", "n_unjudged"))),
     Metric("coherence", "judge", "per generated label, the share of outputs whose judged form agrees with it",
            LabelStats, coherence, column_rank=50,
            columns=(Column("coh_n", "Coherence (NEUTRAL label)", ("coherence",), ("NEUTRAL",),
