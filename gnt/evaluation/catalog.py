@@ -93,6 +93,11 @@ class Column:
     rank: int | None = None  # where it stands in the tables (None: its metric's ``column_rank``)
 
 
+def tested(key: str, title: str, metric: str, group: str | None, **how: Any) -> Column:
+    """A column of one group of a metric, tested against the base with the metric's own scorer."""
+    return Column(key, title, (metric,), (group,), test=(metric, group), **how)
+
+
 @dataclass(frozen=True)
 class Headline:
     """One number of a model's headline (summary.json and the sweep's printed table): ``path`` below the overall
@@ -288,10 +293,8 @@ METRICS: tuple[Metric, ...] = (
            headline=(Headline("extraction_error_rate", "errors", ("extraction_errors", "rate"), 10),)),
     Metric("label_accuracy", "grid", "the generated label against Set-G -> GENDERED, Set-N -> NEUTRAL",
            SetStats, label_accuracy, column_rank=20,
-           columns=(Column("label_g", "Label acc. Set-G", ("label_accuracy",), ("Set-G",),
-                           test=("label_accuracy", "Set-G")),
-                    Column("label_n", "Label acc. Set-N", ("label_accuracy",), ("Set-N",),
-                           test=("label_accuracy", "Set-N"))),
+           columns=(tested("label_g", "Label acc. Set-G", "label_accuracy", "Set-G"),
+                    tested("label_n", "Label acc. Set-N", "label_accuracy", "Set-N")),
            tests={"label_accuracy": _in_set(lambda o: float(o.label_right))}, wandb=Wandb(),
            headline=(Headline("label_accuracy_set_g", "acc G", ("label_accuracy", "Set-G"), 20),
                      Headline("label_accuracy_set_n", "acc N", ("label_accuracy", "Set-N"), 30))),
@@ -301,8 +304,7 @@ METRICS: tuple[Metric, ...] = (
            headline=(Headline("label_macro_f1", "macro-F1 [95% CI]", ("label_macro_f1",), 40, ci=True),)),
     Metric("label_balanced_accuracy", "grid", "mean of the Set-G and Set-N label accuracies (a constant scores 0.5)",
            Stat, label_balanced_accuracy, column_rank=10,
-           columns=(Column("label_bal", "Label bal. acc.", ("label_balanced_accuracy",), (None,),
-                           test=("label_balanced_accuracy", None)),),
+           columns=(tested("label_bal", "Label bal. acc.", "label_balanced_accuracy", None),),
            tests={"label_balanced_accuracy": _balanced}, wandb=Wandb()),
     Metric("label_distribution", "grid", "counts and shares of the readable labels, and label collapse",
            LabelDistribution, lambda b: label_distribution(b.predicted[b.ok]),
@@ -320,26 +322,21 @@ METRICS: tuple[Metric, ...] = (
            wandb=Wandb(skip=("n", "threshold"))),
     Metric("gnt_accuracy", "judge", "Set-N judged neutral, Set-G judged gendered; unjudged clean outputs left out",
            JudgedSetStats, gnt_accuracy, column_rank=40,
-           columns=(Column("gnt_n", "GNT acc. Set-N", ("gnt_accuracy",), ("Set-N",), test=("gnt_accuracy", "Set-N")),
-                    Column("gnt_g", "GNT acc. Set-G", ("gnt_accuracy",), ("Set-G",), test=("gnt_accuracy", "Set-G"),
-                           rank=46)),
+           columns=(tested("gnt_n", "GNT acc. Set-N", "gnt_accuracy", "Set-N"),
+                    tested("gnt_g", "GNT acc. Set-G", "gnt_accuracy", "Set-G", rank=46)),
            tests={"gnt_accuracy": _gnt(adequate_only=False)}, wandb=Wandb(skip=("n", "n_unjudged"))),
     Metric("gnt_accuracy_adequate", "judge", "GNT accuracy with inadequate translations counted as failures",
            AdequateSetStats, gnt_accuracy_adequate, column_rank=45,
-           columns=(Column("gnt_n_adequate", "GNT acc. Set-N, inadequate = wrong", ("gnt_accuracy_adequate",),
-                           ("Set-N",), test=("gnt_accuracy_adequate", "Set-N")),),
+           columns=(tested("gnt_n_adequate", "GNT acc. Set-N, inadequate = wrong", "gnt_accuracy_adequate", "Set-N"),),
            tests={"gnt_accuracy_adequate": _gnt(adequate_only=True)}, wandb=Wandb(skip=("n", "n_unjudged"))),
     Metric("gnt_accuracy_by_gender", "judge", "Set-G GNT accuracy by the source gender F / M",
            JudgedGenderStats, gnt_accuracy_by_gender, column_rank=48,
-           columns=(Column("gnt_g_f", "GNT acc. Set-G F", ("gnt_accuracy_by_gender",), ("F",),
-                           test=("gnt_accuracy_by_gender", "F")),
-                    Column("gnt_g_m", "GNT acc. Set-G M", ("gnt_accuracy_by_gender",), ("M",),
-                           test=("gnt_accuracy_by_gender", "M"))),
+           columns=(tested("gnt_g_f", "GNT acc. Set-G F", "gnt_accuracy_by_gender", "F"),
+                    tested("gnt_g_m", "GNT acc. Set-G M", "gnt_accuracy_by_gender", "M")),
            tests={"gnt_accuracy_by_gender": _gnt_by_gender}, wandb=Wandb(skip=("n", "n_unjudged"))),
     Metric("coherence", "judge", "per generated label, the share of outputs whose judged form agrees with it",
            LabelStats, coherence, column_rank=50,
-           columns=(Column("coh_n", "Coherence (NEUTRAL label)", ("coherence",), ("NEUTRAL",),
-                           test=("coherence", "NEUTRAL")),),
+           columns=(tested("coh_n", "Coherence (NEUTRAL label)", "coherence", "NEUTRAL"),),
            tests={"coherence": _coherent}, wandb=Wandb(skip=("n", "n_unjudged"))),
     Metric("xcomet", "xcomet", "xCOMET segment-score means (failures scored 0.0), set-matching and Ref-G references",
            XcometStats, xcomet, column_rank=60,
@@ -348,8 +345,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("preference_accuracy", "grid", "share of held-out preference pairs whose chosen side the model scores "
            "higher (gnt.evaluation.preference computes it over pairs, not generations)",
            PreferenceBlock, None, scope="model", column_rank=95,
-           columns=(Column("pref", "Preference acc.", ("preference_accuracy",), ("all",),
-                           test=("preference_accuracy", "all")),),
+           columns=(tested("pref", "Preference acc.", "preference_accuracy", "all"),),
            headline=(Headline("preference_accuracy", "pref.", ("preference_accuracy", "all"), 50),)),
 )
 
