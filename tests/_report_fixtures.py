@@ -166,7 +166,7 @@ def make_results(
             }
             write_part(folder.path / "templated", {"metrics.json": templated}, {"status": "ok"}, record_name="record.json")
             write_png(out / "templated_suite" / "plots" / "deltas_plain.png")
-            write_part(folder.path / "attribution" / "it_G_S_4" / "gradxinput", {  # attribution's part of one cell
+            write_part(folder.path / "attribution" / "it_G+S_4" / "gradxinput", {  # attribution's part of one cell
                 "parts_top10.png": write_png, "parts.jsonl": [{"part": "source", "top10_rate": 0.5}],
                 "record.json": Record({"kind": "gnt-align/attribution/1"})}, record_name=None)
         summary.append({"name": name, "kind": record["model"]["kind"], "global_step": step,
