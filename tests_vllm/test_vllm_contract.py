@@ -33,7 +33,7 @@ def grid_requests(model_dir: Path, recipe: str = "eval-vllm.yaml") -> list[Gener
     config = load_eval_config(RECIPES_DIR / recipe, model=str(model_dir))
     grid = PromptGrid(config.langs, config.prompts_dir, seed=config.grid_seed)
     entries = [e for lang in config.langs for e in [x for x in load_mgente(SAMPLE_DIR, (lang,))][:2]]
-    evaluation = GridTask(config, grid, entries, config.cells())
+    evaluation = GridTask(config, grid, tuple(entries), tuple(config.cells()), statuses={}, rows_info={})
     model = discover_models([], [], str(model_dir))[0]
     return [request for cell in config.cells() for _, _, request in evaluation.requests_for(model, cell, True)]
 

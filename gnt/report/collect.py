@@ -193,7 +193,7 @@ class ModelResult:
 
     @property
     def recorded(self) -> bool:
-        """Whether the record names the model's kind, stage and step (``eval-record/2``): nothing is guessed then."""
+        """Whether the record names the model's kind, stage and step (``eval-record/3``): nothing is guessed then."""
         return self.record.get("format") == EVAL_RECORD_FORMAT
 
     @property
