@@ -26,9 +26,10 @@ from gnt.comet.scoring import (
 )
 from gnt.comet.summary import summarize
 from gnt.filenames import XCOMET_CACHE as CACHE
-from gnt.io import read_jsonl, write_jsonl
+from gnt.io import read_jsonl
 from gnt.recipe import RecipeError
 from gnt.results.folder import ResultsFolder
+from gnt.results.model_folder import ModelFolder
 
 COMET_DIR = Path(__file__).resolve().parent.parent / "gnt" / "comet"
 
@@ -88,7 +89,8 @@ def generation_records(outputs: dict = OUTPUTS, tag: str = "base") -> list[dict]
 
 
 def write_results(out: Path, name: str, records: list[dict]) -> None:
-    write_jsonl(out / name / "generations.jsonl", records)
+    """A model folder's grid part, written by the folder's one writer as the sweep writes it."""
+    ModelFolder(out, name).write("grid", {"generations.jsonl": records}, {"status": "ok", "model": {"name": name}})
 
 
 def score_results(out: Path, name: str, config: CometConfig) -> dict:
