@@ -1,4 +1,4 @@
-"""Judge an evaluation results folder and refill its metrics with GNT accuracy and coherence.
+"""Judge an evaluation results folder: the judge's part of each model folder (judgments, GNT accuracy, coherence).
 
 The evaluator leaves ``<results>/<model>/generations.jsonl`` (one record per row × grid cell, with ``key``,
 ``source``, ``translation`` and the extraction ``error``) and ``metrics.json``. This step:
