@@ -18,7 +18,7 @@ COMET_STAMP    := $(GNT_COMET_VENV)/.gnt-comet-installed
 GNT_VLLM_VENV ?= .venv-vllm
 VLLM_STAMP    := $(GNT_VLLM_VENV)/.gnt-vllm-installed
 
-.PHONY: demo test test-fast test-vllm lint bench install comet-env vllm-env clean
+.PHONY: demo test test-fast test-vllm lint typecheck bench install comet-env vllm-env clean
 
 $(STAMP): pyproject.toml constraints-cpu.txt scripts/install.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/install.sh
@@ -53,8 +53,12 @@ test-fast: $(STAMP)
 test-vllm: $(VLLM_STAMP)
 	$(GNT_VLLM_VENV)/bin/python -m pytest -q -p no:cacheprovider tests_vllm
 
-lint: $(STAMP)
+lint: $(STAMP) typecheck
 	$(BIN)/ruff check .
+
+# mypy (pinned in the dev extra) on the results folder, the evaluation and the report: [tool.mypy] in pyproject.toml
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

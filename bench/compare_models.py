@@ -52,7 +52,10 @@ def _run(command: list[str]) -> float:
 
 
 def _figures(folder: Path) -> dict[str, Any]:
-    overall = read_json(folder / "metrics.json")["overall"]
+    from gnt.results.model_folder import ModelFolder
+
+    metrics, _ = ModelFolder(folder.parent, folder.name).metrics()  # the grid's, judge's and xCOMET's, composed
+    overall = (metrics or {})["overall"]
 
     def stat(block: Any) -> Any:
         return None if not block or block.get("value") is None else {"value": block["value"], "ci": block["ci"]}

@@ -297,11 +297,11 @@ def stage_grid(work: Path, smoke: bool, fake: bool, max_new_tokens: int, bootstr
     ``--smoke``; instant in ``--fake-backend``). ``rows_per_lang`` evaluates only that many of the built rows."""
     import torch
 
-    from gnt.evaluation.config import make_backend
+    from gnt.cli.evaluate import load_eval_config
+    from gnt.evaluation.driver import default_backend_factory as make_backend
     from gnt.evaluation.results import GENERATIONS, load_summary, model_dir
     from gnt.evaluation.sweep import run_sweep
     from gnt.io import read_jsonl
-    from gnt.pipeline import load_eval_config
 
     out = work / "eval"
     shutil.rmtree(out, ignore_errors=True)

@@ -56,7 +56,10 @@ def _stat(block: Any) -> dict | None:
 
 def model_figures(folder: Path) -> dict[str, Any]:
     """The record's figures of one model folder (metrics.json over all evaluated rows)."""
-    metrics = read_json(folder / "metrics.json")
+    from gnt.results.model_folder import ModelFolder
+
+    composed, _ = ModelFolder(folder.parent, folder.name).metrics()  # the grid's, judge's and xCOMET's metrics
+    metrics: dict[str, Any] = dict(composed or {})
     overall = metrics["overall"]
     gnt = overall.get("gnt_accuracy") or {}
     adequate_gnt = overall.get("gnt_accuracy_adequate") or {}

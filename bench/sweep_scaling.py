@@ -101,13 +101,13 @@ def child(out_dir: str, adapters: list[str], rows_per_lang: int) -> None:
     import xgrammar  # noqa: F401
     from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
 
+    from gnt.cli.evaluate import load_eval_config
     from gnt.evaluation.results import load_summary
     from gnt.evaluation.sweep import run_sweep
     from gnt.generation.transformers_backend import TransformersBackend
-    from gnt.pipeline import load_eval_config
 
     config = load_eval_config(
-        EVAL_RECIPE, [("include_base", False), ("progress", False), ("rows_per_lang", rows_per_lang)],
+        EVAL_RECIPE, [("steps", "grid"), ("include_base", False), ("progress", False), ("rows_per_lang", rows_per_lang)],
         adapters=adapters, out_dir=out_dir,
     )
     ready = time.perf_counter()

@@ -81,7 +81,7 @@ class JsonlCache(Generic[V]):
     def reload(self) -> int:
         """Read the file again (what other processes appended since); returns the number of entries."""
         entries: dict[str, V] = {}
-        skipped = 0
+        skipped = rejected = 0
         for record in self._read_lines():
             if record is None:
                 skipped += 1
@@ -90,9 +90,14 @@ class JsonlCache(Generic[V]):
             value = self.decode(record) if isinstance(key, str) else None
             if value is not None:
                 entries[key] = value  # type: ignore[index]
+            else:
+                rejected += 1
         with self._lock:
             self._entries.update(entries)
             self.skipped = skipped
+        if rejected:
+            log.warning("%s: ignored %d line(s) whose fields are not what this cache holds (a damaged or hand-edited "
+                        "line): their work is done again", self.path, rejected)
         if skipped:
             why = ("a killed writer's torn last line" if skipped == 1
                    else "more than a torn last line: the file was damaged, its other records are used")

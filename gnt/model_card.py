@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gnt.filenames import METRICS, RECORD, RUN_RECORD
+from gnt.filenames import RECORD, RUN_RECORD
 from gnt.io import read_json_or_none, write_text_atomic
 from gnt.paths import SAMPLE_DIR
 
@@ -353,12 +353,13 @@ def record_evaluation_in_cards(results_dir: str | Path) -> list[Path]:
 
     root = Path(results_dir)
     try:
-        models = ResultsFolder.on_disk(root, holding=(METRICS,)).models
+        results_folder = ResultsFolder.on_disk(root)
     except ResultsError:
         return []
     written: list[Path] = []
-    for name in models:
-        record, metrics = read_json_or_none(root / name / RECORD), read_json_or_none(root / name / METRICS)
+    for name in results_folder.models:
+        metrics, _ = results_folder.model(name).metrics()  # composed: the grid's, the judge's and xCOMET's parts
+        record = read_json_or_none(root / name / RECORD)
         adapter = ((record or {}).get("model") or {}).get("adapter") if isinstance(record, dict) else None
         if not isinstance(adapter, dict) or not adapter.get("path") or not isinstance(metrics, dict):
             continue

@@ -19,13 +19,24 @@ from typing import Any, Generic, Literal, TypedDict, TypeVar
 # --- format tags: the value of each file's ``format`` field ---
 GENERATION_FORMAT = "gnt-align/eval-generation/1"
 """generations.jsonl lines (named in record.json as ``generation_format``; the lines themselves carry no tag)."""
-METRICS_FORMAT = "gnt-align/eval-metrics/1"
+METRICS_FORMAT = "gnt-align/eval-metrics/2"
+"""/2 holds the grid's own metrics only (the judge's and xCOMET's are in their own files, composed on reading)."""
 PREFERENCE_FORMAT = "gnt-align/preference/1"
-XCOMET_SUMMARY_FORMAT = "gnt-align/xcomet-summary/1"
+XCOMET_SUMMARY_FORMAT = "gnt-align/xcomet-summary/2"
+"""/2: blocks hold ``{"xcomet": ...}`` like a metrics block, and the part's file hashes and inputs."""
+JUDGE_SUMMARY_FORMAT = "gnt-align/judge-summary/1"
 TEMPLATED_METRICS_FORMAT = "gnt-align/templated-metrics/1"
-EVAL_RECORD_FORMAT = "gnt-align/eval-record/2"
-"""/2 records the step that wrote it, the model's kind and its training stage (/1 left the reader to guess)."""
+EVAL_RECORD_FORMAT = "gnt-align/eval-record/3"
+"""/2 recorded the step that wrote it, the model's kind and its training stage (/1 left the reader to guess); /3
+the size and hash of every file of the grid's part."""
 SUMMARY_FORMAT = "gnt-align/eval-summary/1"
+
+
+class FileDigest(TypedDict):
+    """Size and SHA-256 of one results file, as the record of its part lists it (gnt.results.part)."""
+
+    bytes: int
+    sha256: str
 
 
 # ----------------------------------------------------------------------------------------------- statistics
@@ -104,11 +115,79 @@ class GenerationRecord(TypedDict):
     chrf: float  # sentence chrF++ against all references (0 for an extraction error): gnt.evaluation.adequacy
 
 
-# ----------------------------------------------------------------------------------------------- metrics.json
+# ----------------------------------------------------------------------------------------------- metric values
+# The value of each metric of a metrics block, as gnt.evaluation.catalog declares it (one shape per metric).
 class ExtractionErrors(TypedDict):
     n: int
     rate: Stat
     by_code: dict[str, int]
+
+
+SetStats = TypedDict("SetStats", {"Set-G": Stat, "Set-N": Stat, "all": Stat})
+"""A rate on Set-G, on Set-N and over both."""
+JudgedSetStats = TypedDict("JudgedSetStats", {"Set-G": Stat, "Set-N": Stat, "all": Stat, "n_unjudged": int})
+"""A judged rate per set; ``n_unjudged`` clean outputs the judge gave no verdict for (left out)."""
+SetPair = TypedDict("SetPair", {"Set-G": Stat, "Set-N": Stat})
+AdequateSetStats = TypedDict("AdequateSetStats", {"Set-G": Stat, "Set-N": Stat, "all": Stat, "among_adequate": SetPair,
+                                                  "n_unjudged": int})
+
+
+class GenderStats(TypedDict):
+    """A rate on Set-G split by the gender the source states."""
+
+    F: Stat
+    M: Stat
+
+
+class LabelStats(TypedDict):
+    """A judged rate per generated label (coherence)."""
+
+    GENDERED: Stat
+    NEUTRAL: Stat
+    n_unjudged: int
+
+
+class LabelCounts(TypedDict):
+    GENDERED: int
+    NEUTRAL: int
+
+
+class LabelShares(TypedDict):
+    GENDERED: float | None
+    NEUTRAL: float | None
+
+
+class LabelDistribution(TypedDict):
+    counts: LabelCounts
+    shares: LabelShares
+    n: int
+    collapse_share: float
+    majority_share: float | None
+    collapsed: str | None
+    collapse: float | None
+
+
+class LabelBaselines(TypedDict):
+    balanced_accuracy: float | None
+    accuracy: float | None
+    macro_f1: float | None
+    label: str | None
+
+
+class Adequacy(TypedDict):
+    threshold: float
+    chrf: Stat
+    chrf_extracted: Stat
+    adequate: Stat
+    adequate_among_extracted: Stat
+    n_inadequate: int
+
+
+class XcometSetStats(TypedDict):
+    n: int
+    n_failures: int
+    matching: Stat
+    ref_g: Stat
 
 
 class XcometStats(TypedDict):
@@ -120,20 +199,14 @@ class XcometStats(TypedDict):
     ref_g: Stat
     matching_scored_only: Stat
     ref_g_scored_only: Stat
-    by_set: dict[str, dict[str, Any]]
+    by_set: dict[str, XcometSetStats]
 
 
-class MetricsBlock(TypedDict):
-    """The grid metrics of one cell, one language or everything (gnt.evaluation.metrics)."""
-
-    n: int
-    extraction_errors: ExtractionErrors
-    label_accuracy: dict[str, Stat]  # Set-G, Set-N, all
-    label_macro_f1: Stat
-    set_g_by_gender: dict[str, Stat]  # F, M
-    gnt_accuracy: dict[str, Any] | None  # Set-G, Set-N, all: Stat; n_unjudged: int (null until judged)
-    coherence: dict[str, Any] | None  # GENDERED, NEUTRAL: Stat; n_unjudged: int (null until judged)
-    xcomet: XcometStats | None  # null until the xCOMET step fills it
+# ----------------------------------------------------------------------------------------------- metrics.json
+MetricsBlock = dict[str, Any]
+"""The metrics of one cell, one language or everything: ``n`` and one value per metric of
+:mod:`gnt.evaluation.catalog`, each of the shape the catalog declares for it (checked there, not here: a metric is
+declared in one place)."""
 
 
 class Bootstrap(TypedDict):
@@ -156,7 +229,7 @@ class PreferenceBlock(TypedDict):
 
 
 class JudgeBlock(TypedDict, total=False):
-    """Which judge filled GNT accuracy and coherence, and its counts (gnt.judge.apply; also judge_summary.json)."""
+    """Which judge filled GNT accuracy and coherence, and its counts (gnt.judge.apply, in judge_summary.json)."""
 
     kind: str
     format: str
@@ -167,6 +240,8 @@ class JudgeBlock(TypedDict, total=False):
     n_judge_errors: int
     judge_errors_by_kind: dict[str, int]
     n_unannotated: int
+    n_abstained: dict[str, int]
+    n_rejected: int
     agreement_lexical: dict[str, Any]
     validation: dict[str, Any]
 
@@ -174,11 +249,11 @@ class JudgeBlock(TypedDict, total=False):
 B = TypeVar("B")
 
 
-class Sections(TypedDict, Generic[B], total=False):
+class Sections(TypedDict, Generic[B]):
     """Blocks per cell (``it/G+S/4``), per language and over everything, and the bootstrap that made their CIs.
 
-    metrics.json and xcomet_summary.json share this layout, so the xCOMET step can drop each of its blocks into
-    the ``xcomet`` slot of the metrics block of the same name.
+    metrics.json, judge_summary.json and xcomet_summary.json share this layout: each holds its own step's metrics
+    per block, and a reader composes the blocks of the same name (gnt.results.model_folder).
     """
 
     cells: dict[str, B]
@@ -187,15 +262,25 @@ class Sections(TypedDict, Generic[B], total=False):
     bootstrap: Bootstrap
 
 
-class Metrics(Sections[MetricsBlock], total=False):
-    """A model folder's metrics.json: grid blocks, then what later steps merge in (preference, judge)."""
-
+class _GridMetrics(Sections[MetricsBlock]):
     format: str  # METRICS_FORMAT
-    judged: bool
     model: str
     global_step: int | None
     leakage: dict[str, Any]
+
+
+class GridMetrics(_GridMetrics, total=False):
+    """A model folder's metrics.json, written by the grid sweep alone: its metrics per block, and the preference
+    accuracy it scores beside them."""
+
     preference_accuracy: PreferenceBlock
+
+
+class Metrics(GridMetrics, total=False):
+    """A model folder's metrics as a reader sees them: metrics.json with the judge's and xCOMET's metrics composed
+    into its blocks (gnt.results.model_folder.ModelFolder.metrics), and which judge filled them."""
+
+    judged: bool
     judge: JudgeBlock
 
 
@@ -242,6 +327,11 @@ class Judgment(TypedDict, total=False):
     error_detail: str
     raw: str
     attempts: int
+    # the lexical judge's (gnt.judge.lexical.LexicalJudgment.to_record)
+    matched: list[str]
+    known_words: int
+    genders: list[str]
+    abstained: str
 
 
 class XcometRow(TypedDict):
@@ -260,9 +350,14 @@ class XcometRow(TypedDict):
     failure: str | None
 
 
-class XcometSummary(Sections[XcometStats], total=False):
-    """xcomet_summary.json: system means, per-cell means and metric-shaped blocks (gnt.comet.summary)."""
+class PartRecord(TypedDict, total=False):
+    """What every part's record adds (gnt.results.part): each file's size and hash, and the inputs' hashes."""
 
+    files: dict[str, FileDigest]
+    inputs: dict[str, str]  # file of another part -> the SHA-256 it had when this part was computed from it
+
+
+class _XcometSummary(Sections[MetricsBlock], PartRecord):
     format: str  # XCOMET_SUMMARY_FORMAT
     n: int
     n_failures: int
@@ -272,12 +367,31 @@ class XcometSummary(Sections[XcometStats], total=False):
     system_matching_scored_only: float | None
     system_ref_g_scored_only: float | None
     per_cell: dict[str, dict[str, Any]]
+
+
+class XcometSummary(_XcometSummary, total=False):
+    """xcomet_summary.json, the xCOMET part's record: system means, per-cell means, and blocks holding the
+    ``xcomet`` metric (gnt.comet.summary)."""
+
     model: str
     model_identity: str
     results: str
     cache: str
     scoring: dict[str, Any]
     config: dict[str, Any]
+
+
+class _JudgeSummary(Sections[MetricsBlock], PartRecord):
+    format: str  # JUDGE_SUMMARY_FORMAT
+    judge: JudgeBlock
+
+
+class JudgeSummary(_JudgeSummary, total=False):
+    """judge_summary.json, the judge part's record: which judge and its counts (``judge``), and blocks holding the
+    judge's metrics (gnt.judge.apply)."""
+
+    judge_info: dict[str, Any]
+    stats: dict[str, Any] | None
 
 
 class TemplatedMetrics(TypedDict, total=False):
@@ -304,19 +418,24 @@ class AdapterDescription(TypedDict):
     weights_hash: str
 
 
+ModelKind = Literal["base", "checkpoint", "adapter"]
+
+
 class ModelDescription(TypedDict):
     """Which model a folder holds (gnt.evaluation.discovery.ModelUnderTest.describe)."""
 
     name: str
-    kind: Literal["base", "checkpoint", "adapter"]
+    kind: ModelKind
     base_model: str
     adapter: AdapterDescription | None
     run_dir: str | None
     global_step: int | None
+    stage: str
 
 
-class EvalRecord(TypedDict, total=False):
-    """A model folder's record.json, written last by the sweep: a folder with a record is complete."""
+class EvalRecord(PartRecord, total=False):
+    """A model folder's record.json, the grid's part record, written last by the sweep: it names the model and
+    vouches for the grid's files (a folder whose record says it is not this model's is a copy, not a model)."""
 
     format: str  # EVAL_RECORD_FORMAT
     status: Literal["ok", "failed"]

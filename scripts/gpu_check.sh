@@ -74,13 +74,10 @@ stage build 120 "$PY" "${GRID[@]}" --stages build          # 7B random model + a
 stage grid 120 "$PY" "${GRID[@]}" --stages grid            # generations/s of the grid through the adapter
 stage sft-lora 90 "$PY" "${GRID[@]}" --stages sft-lora    # LoRA SFT: tokens/s after warm-up, peak memory
 stage sft-qlora 120 "$PY" "${GRID[@]}" --stages sft-qlora  # QLoRA SFT: the same
-# The learned judge's throughput: judgments/s of the trained small judge over the grid's translations on this GPU.
-# Its benchmark comes with the learned judge; until then this says so.
-if [ -f bench/learned_judge_throughput.py ]; then
-  stage learned-judge 50 "$PY" bench/learned_judge_throughput.py
-else
-  echo "gpu_check: learned-judge not measured: bench/learned_judge_throughput.py does not exist yet"
-fi
+# The learned judge's throughput: label scoring against schema-constrained generation on the 7B-shaped model the
+# build stage saved (its adapter merged in): what judging every checkpoint costs with a GPU-size judge.
+stage learned-judge 50 "$PY" bench/learned_judge_throughput.py model=outputs/gpu-grid/model \
+  adapter=outputs/gpu-grid/adapter dtype=bfloat16 items=512 generated=64 batch_size=64
 
 echo "gpu_check: done after $(($(date +%s) - start)) s"
 if [ -n "${OUT:-}" ]; then

@@ -1,7 +1,8 @@
 """Synthetic evaluation results for the report, W&B and watcher tests: the layout the evaluator writes.
 
-Generation records carry the evaluator's fields; ``metrics.json`` is computed by the evaluator's own
-:func:`gnt.evaluation.metrics.compute_metrics`, so the report is tested against the real metrics format. A
+Generation records carry the evaluator's fields; every part of a model folder is computed by the evaluator's own
+functions and written by the folder's one writer (:class:`gnt.results.model_folder.ModelFolder`), so the report is
+tested against the real formats. A
 model's quality grows with its step (checkpoints "learn" neutrality), so significance tests have something to
 find; rows are deterministic (seeded).
 """
@@ -15,7 +16,9 @@ import struct
 import zlib
 from pathlib import Path
 
-from gnt.io import write_json, write_jsonl
+from gnt.io import write_json
+from gnt.results.model_folder import GRID, JUDGE, XCOMET, ModelFolder
+from gnt.results.part import Record, write_part
 
 LANGS = ("it", "es", "de")
 CELLS = ("G+S/4", "None/4", "G+S/0")
@@ -74,11 +77,11 @@ def make_results(
 ) -> Path:
     """Write ``summary.json`` and base + checkpoint folders under ``out``; returns ``out``.
 
-    With ``judge`` the metrics carry the judge step's ``judge`` block; with ``xcomet`` the xCOMET step's rows,
-    summary and metrics blocks are written by the xCOMET module's own functions.
+    With ``judge`` the folders hold a judge part (judgments and the judge's metrics); with ``xcomet`` an xCOMET
+    part computed by the xCOMET module's own functions.
     """
     from gnt.bootstrap import BootstrapSettings
-    from gnt.evaluation.metrics import compute_metrics
+    from gnt.evaluation.metrics import compute_sections, grid_metrics
 
     models = [("base", None)] + [(f"{stage}/checkpoint-{s}", s) for s in steps]
     summary = []
@@ -118,57 +121,54 @@ def make_results(
                                 "label": "NEUTRAL" if neutral else "CORRECTLY GENDERED", "neutral": neutral,
                                 "judge_error": None,
                             }
-        metrics = compute_metrics(records, judgments if judge else None, bootstrap=BootstrapSettings(200, 0))
         leakage = {"status": "not_applicable"} if step is None else {"status": "clean", "overlap": 0,
                                                                       "source": "gnt_run.json train_source_keys"}
-        metrics.update(model=name, global_step=step, leakage=leakage)
-        if judge:
-            metrics["judge"] = {"kind": "lexical", "format": "MONO-L", "judge_model": "lexical",
-                                "n_judged": len(judgments), "n_judge_errors": 0,
-                                "agreement_lexical": {"n": 10, "agreement": 0.9, "kappa": 0.8}}
-        if xcomet:
-            from gnt.comet.summary import merge_into_metrics, summarize
-
-            scored = [{"key": r["key"], "lang": r["lang"], "id": r["id"], "cell": r["cell"], "set": r["set"],
-                       "score_matching": 0.0 if r["error"] else 0.5 + 0.1 * index + (0.05 if r["set"] == "Set-N" else 0),
-                       "score_ref_g": 0.0 if r["error"] else 0.6, "failure": r["error"]} for r in records]
-            xsummary = summarize(scored, BootstrapSettings(bootstrap_samples=100))
-            merge_into_metrics(metrics, xsummary)
-            write_jsonl(out / name / "xcomet.jsonl", scored)
-            write_json(out / name / "xcomet_summary.json", xsummary)
-        folder = out / name
+        folder = ModelFolder(out, name)
         adapter = None if step is None or run_dir is None else {
             "name": name, "path": str(run_dir / f"checkpoint-{step}"), "weights_hash": _key("w", name)}
         record = {
-            "format": "gnt-align/eval-record/2", "step": "grid", "kind": "base" if step is None else "checkpoint",
+            "status": "ok", "step": "grid", "kind": "base" if step is None else "checkpoint",
             "stage": "base" if step is None else stage,
             "model": {"name": name, "kind": "base" if step is None else "checkpoint", "base_model": "tiny-qwen2",
                       "adapter": adapter, "run_dir": str(run_dir) if run_dir and step else None, "global_step": step},
             "model_id": "tiny-qwen2@abc", "global_step": step, "backend": {"backend": "FakeBackend"},
             "decoding": {"max_new_tokens": 256, "temperature": 0.0}, "leakage": leakage,
+            "eval_recipe": {"bootstrap_samples": 200, "bootstrap_seed": 0},
             "run_record": {} if step is None or run_dir is None else {  # as the sweep embeds the checkpoint's
                 **_json_or_empty(run_dir / f"checkpoint-{step}" / "gnt_run.json"), "stage": stage, "seed": 42},
         }
-        write_jsonl(folder / "generations.jsonl", records)
-        write_json(folder / "metrics.json", metrics)
+        bootstrap = BootstrapSettings(200, 0)
+        folder.write(GRID, {"generations.jsonl": records, "metrics.json": grid_metrics(
+            records, model=name, global_step=step, leakage=leakage, bootstrap=bootstrap)}, record)
         if judge:
-            write_jsonl(folder / "judgments.jsonl", judgments.values())
+            block = {"kind": "lexical", "format": "MONO-L", "judge_model": "lexical", "n_judged": len(judgments),
+                     "n_judge_errors": 0, "agreement_lexical": {"n": 10, "agreement": 0.9, "kappa": 0.8}}
+            folder.write(JUDGE, {"judgments.jsonl": list(judgments.values())}, {
+                "judge": block, **compute_sections(records, "judge", judgments=judgments, bootstrap=bootstrap)})
+        if xcomet:
+            from gnt.comet.summary import summarize
+
+            scored = [{"key": r["key"], "lang": r["lang"], "id": r["id"], "cell": r["cell"], "set": r["set"],
+                       "score_matching": 0.0 if r["error"] else 0.5 + 0.1 * index + (0.05 if r["set"] == "Set-N" else 0),
+                       "score_ref_g": 0.0 if r["error"] else 0.6, "failure": r["error"]} for r in records]
+            folder.write(XCOMET, {"xcomet.jsonl": scored}, dict(summarize(scored, BootstrapSettings(bootstrap_samples=100))))
         if extras and step == steps[-1]:
             def stat(value: float) -> dict:
                 return {"value": value, "ci": [round(value - 0.05, 6), round(value + 0.05, 6)], "n": 40}
 
-            write_json(folder / "templated" / "metrics.json", {  # the suite's format (gnt.templated_suite.metrics)
+            templated = {  # the suite's format (gnt.templated_suite.metrics)
                 "format": "gnt-align/templated-metrics/1",
                 "styles": {"plain": {lang: {"subsets": {
                     "all": {"delta": {"M": stat(0.1), "F": stat(-0.05), "N": stat(0.2 + i / 10)}, "N_det": stat(0.05)},
                     "omission": {"delta": {"M": stat(0.0), "F": stat(0.0), "N": stat(0.1)}, "N_det": stat(0.0)},
                     "active": {"delta": {"M": stat(0.0), "F": stat(0.0), "N": stat(0.3)}, "N_det": stat(0.0)},
                 }} for i, lang in enumerate(langs)}},
-            })
+            }
+            write_part(folder.path / "templated", {"metrics.json": templated}, {"status": "ok"}, record_name="record.json")
             write_png(out / "templated_suite" / "plots" / "deltas_plain.png")
-            write_png(folder / "attribution" / "it_G_S_4" / "parts_top10.png")
-            write_jsonl(folder / "attribution" / "it_G_S_4" / "parts.jsonl", [{"part": "source", "top10_rate": 0.5}])
-        write_json(folder / "record.json", record)
+            write_part(folder.path / "attribution" / "it_G+S_4" / "gradxinput", {  # attribution's part of one cell
+                "parts_top10.png": write_png, "parts.jsonl": [{"part": "source", "top10_rate": 0.5}],
+                "record.json": Record({"kind": "gnt-align/attribution/1"})}, record_name=None)
         summary.append({"name": name, "kind": record["model"]["kind"], "global_step": step,
                         "record": f"{name}/record.json"})
     write_json(out / "summary.json", {"format": "gnt-align/eval-summary/1", "models": summary})
@@ -176,3 +176,10 @@ def make_results(
         write_json(out / "judge_validation.json", {"kind": "references", "judge": "lexical", "format": "CROSS-P+L",
                                                    "accuracy": 0.83, "macro_f1": None, "kappa": 0.71, "n": 96})
     return out
+
+
+def metrics_of(out: Path, name: str) -> dict:
+    """A model's metrics as every reader sees them: the folder's parts composed by its one reader."""
+    metrics, _ = ModelFolder(out, name).metrics()
+    assert metrics is not None, f"{out / name}: no whole grid part"
+    return dict(metrics)

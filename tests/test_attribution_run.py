@@ -245,8 +245,8 @@ def test_attribution_reads_the_evaluators_result_and_merges_an_adapter(tiny_mode
     from _eval_helpers import make_checkpoint
 
     from gnt.cli.attribute import main
+    from gnt.cli.evaluate import load_eval_config
     from gnt.evaluation.sweep import run_sweep
-    from gnt.pipeline import load_eval_config
 
     config = load_eval_config(
         None, [("langs", "it"), ("configs", "G+S"), ("shots", "4"), ("rows_per_lang", "4"), ("progress", "false"),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import tomllib
+from _report_fixtures import metrics_of
 
 from gnt.cli import COMMANDS
 from gnt.cli import main as gnt_main
@@ -240,18 +241,15 @@ def test_report_key_value_writes_where_out_dir_says(tmp_path: Path, capsys: pyte
 def test_judge_takes_the_results_folder_first_as_it_did_after_the_word_judge(tmp_path: Path) -> None:
     from test_judge_apply import GENDERED_WORDS, _results
 
-    from gnt.io import read_json, read_jsonl, write_jsonl
+    def carry_words(record: dict) -> None:
+        record["gendered_words"] = list(GENDERED_WORDS.get(record["id"], ()))
 
     metrics = []
     for form in (["judge"], []):
-        out = _results(tmp_path / f"r{len(form)}")
-        records = read_jsonl(out / "base" / "generations.jsonl")
-        for record in records:
-            record["gendered_words"] = list(GENDERED_WORDS.get(record["id"], ()))
-        write_jsonl(out / "base" / "generations.jsonl", records)
+        out = _results(tmp_path / f"r{len(form)}", carry_words)
         done = gnt("judge", *form, str(out), "judge=lexical", "models=base")
         assert done.returncode == 0, done.stderr
-        metrics.append(read_json(out / "base" / "metrics.json")["overall"]["gnt_accuracy"])
+        metrics.append(metrics_of(out, "base")["overall"]["gnt_accuracy"])
     assert metrics[0] == metrics[1] and metrics[0]["Set-G"]["value"] > 0
     typo = gnt("judge", "valdate")
     assert typo.returncode == 2 and "did you mean `validate`" in typo.stderr

@@ -24,11 +24,12 @@ from gnt.comet.scoring import (
     failure_code,
     matching_reference,
 )
-from gnt.comet.summary import merge_into_metrics, summarize
+from gnt.comet.summary import summarize
 from gnt.filenames import XCOMET_CACHE as CACHE
-from gnt.io import read_jsonl, write_jsonl
+from gnt.io import read_jsonl
 from gnt.recipe import RecipeError
 from gnt.results.folder import ResultsFolder
+from gnt.results.model_folder import ModelFolder
 
 COMET_DIR = Path(__file__).resolve().parent.parent / "gnt" / "comet"
 
@@ -88,7 +89,8 @@ def generation_records(outputs: dict = OUTPUTS, tag: str = "base") -> list[dict]
 
 
 def write_results(out: Path, name: str, records: list[dict]) -> None:
-    write_jsonl(out / name / "generations.jsonl", records)
+    """A model folder's grid part, written by the folder's one writer as the sweep writes it."""
+    ModelFolder(out, name).write("grid", {"generations.jsonl": records}, {"status": "ok", "model": {"name": name}})
 
 
 def score_results(out: Path, name: str, config: CometConfig) -> dict:
@@ -149,15 +151,12 @@ def test_summary_counts_failures_as_zero() -> None:
     assert s["system_matching_scored_only"] == pytest.approx(0.6)
     assert s["per_cell"]["c1"]["matching"] == pytest.approx(0.6)
     assert s["per_cell"]["c2"] == {"matching": 0.0, "ref_g": 0.0, "n": 1, "n_failures": 1}
-    overall = s["overall"]
+    overall = s["overall"]["xcomet"]
     assert overall["matching"]["value"] == pytest.approx(0.4) and overall["matching"]["n"] == 3
     low, high = overall["matching"]["ci"]
     assert low <= 0.4 <= high
     assert overall["by_set"]["Set-N"]["matching"]["value"] == pytest.approx(0.4)
-    metrics = {"cells": {"c1": {"xcomet": None}, "c2": {"xcomet": None}}, "languages": {"it": {}}, "overall": {}}
-    merge_into_metrics(metrics, s)
-    assert metrics["cells"]["c2"]["xcomet"]["n_failures"] == 1
-    assert metrics["overall"]["xcomet"]["n"] == 3
+    assert s["cells"]["c2"]["xcomet"]["n_failures"] == 1 and s["languages"]["it"]["xcomet"]["n"] == 3
 
 
 def test_cache_survives_a_truncated_last_line(tmp_path: Path) -> None:

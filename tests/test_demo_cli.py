@@ -42,16 +42,26 @@ def test_old_flags_are_synonyms() -> None:
     new = demo("model=tiny", "sft.max_steps=3", "dry_run=true")
     old = demo("--model", "tiny", "--set", "sft:max_steps=3", "--dry-run")
     assert new.returncode == old.returncode == 0, old.stderr
-    assert commands(new) == commands(old) and len(commands(new)) == 4
+    assert commands(new) == commands(old) and len(commands(new)) == 6  # data, judge x2, sft, dpo, evaluation
 
 
 def test_the_printed_commands_use_the_one_key_value_convention() -> None:
-    for model in ("gemma", "smollm", "tiny"):
+    for model, steps in (("gemma", 6), ("smollm", 4), ("tiny", 6)):  # smollm judges lexically: no judge to train
         printed = commands(demo(f"model={model}", "dry_run=true"))
-        assert len(printed) == 4
+        assert len(printed) == steps
         for command in printed:
             assert not [word for word in command.split() if word.startswith("--")], command
         assert "data/build.py out_dir=" in printed[0]
+
+
+def test_the_judge_is_trained_validated_and_used_where_the_demo_put_it() -> None:
+    data, train, validate, *_, evaluation = commands(demo("out_dir=o", "judge_training.max_steps=5", "dry_run=true"))
+    assert "judge_langs=it,es,de,el" in data  # the judge covers every language, the translator it and es
+    assert "train/sft.py recipes/judge-gemma270m.yaml data_dir=o/data output_dir=o/runs/judge" in train
+    assert train.endswith("max_steps=5")
+    assert "eval/judge.py validate recipes/judge-gemma270m.yaml judge_adapter=o/runs/judge" in validate
+    assert "data=o/data/eval/judge_references.jsonl" in validate
+    assert "judge.judge_adapter=o/runs/judge" in evaluation
 
 
 def test_unknown_keys_steps_and_values_fail_before_anything_runs() -> None:

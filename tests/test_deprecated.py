@@ -80,7 +80,7 @@ def test_the_commands_the_demo_runs_use_no_old_spelling(fresh: None, caplog: pyt
     assert printed.returncode == 0, printed.stderr
     commands = [line[2:].split() for line in printed.stdout.splitlines() if line.startswith("$ ")]
     by_script = {command.script: command for command in COMMANDS.values()}
-    assert len(commands) == 4
+    assert len(commands) == 6  # data, the judge's training and validation, SFT, DPO, evaluation
     with caplog.at_level(logging.WARNING, logger="gnt.deprecated"):
         for words in commands:
             by_script[words[1]].parse(words[2:])

@@ -160,8 +160,8 @@ def fake_vllm(monkeypatch, tiny_model_dir: Path):
 
 
 def test_vllm_engine_arguments_and_request_parameters(fake_vllm, tiny_model_dir: Path, eval_tiny_run: Path) -> None:
-    from gnt.evaluation.config import make_backend
-    from gnt.pipeline import load_eval_config
+    from gnt.cli.evaluate import load_eval_config
+    from gnt.evaluation.driver import default_backend_factory as make_backend
 
     config = load_eval_config(RECIPES_DIR / "eval-vllm.yaml", [("tensor_parallel_size", "2"), ("max_model_len", "4096")])
     paths = [str(eval_tiny_run / "checkpoint-1"), str(eval_tiny_run / "checkpoint-2")]

@@ -22,6 +22,8 @@ from gnt.evaluation.driver import (
 )
 from gnt.generation.base import Adapter, DecodingParams, Generation, GenerationRequest
 from gnt.io import read_json, read_jsonl, write_json, write_jsonl
+from gnt.results.folder import ResultsFolder
+from gnt.results.part import Record, check_part
 
 WORDS = ["tre", "uno", "quattro", "due", "cinque"]
 
@@ -166,7 +168,9 @@ def test_the_record_is_written_after_every_other_file_and_not_at_all_when_one_fa
     write_json(folder / "stale.json", {})
     write_folder(folder, {"metrics.json": metrics}, {"status": "ok"}, remove=["stale.json"])
     assert seen == [("metrics.json", False)]
-    assert read_json(folder / "record.json") == {"status": "ok"} and not (folder / "stale.json").exists()
+    record = read_json(folder / "record.json")
+    assert record["status"] == "ok" and not (folder / "stale.json").exists()
+    assert record["files"]["metrics.json"]["bytes"] == (folder / "metrics.json").stat().st_size  # it vouches for it
 
     other = tmp_path / "killed"
 
@@ -183,26 +187,29 @@ def test_a_folder_step_sees_every_folders_items_in_one_batch_and_writes_each_rec
         write_jsonl(tmp_path / name / "items.jsonl", [{"x": 1}, {"x": 2}] if name == "base" else [{"x": 2}])
 
     class Summing:
-        record_name = "sum.json"
+        part = None  # its own records among its files
 
         def __init__(self) -> None:
             self.batches: list[list[dict]] = []
 
-        def load(self, name, folder):
-            return read_jsonl(folder / "items.jsonl")
+        def load(self, folder):
+            return read_jsonl(folder.path / "items.jsonl")
 
         def run_batch(self, items):
             self.batches.append(items)
+            return len(items)
 
-        def score(self, name, folder, items):
+        def score(self, folder, items, batch):
             total = sum(i["x"] for i in items)
-            assert not (folder / "sum.json").exists()
-            return {"doubled.json": lambda p: write_json(p, {"v": 2 * total})}, {"sum": total}, {"name": name, "sum": total}
+            assert not (folder.path / "sum.json").exists() and batch == 3
+            return ({"doubled.json": lambda p: write_json(p, {"v": 2 * total}), "sum.json": Record({"sum": total})},
+                    {}, {"name": folder.name, "sum": total})
 
     task = Summing()
-    folders = [("base", tmp_path / "base"), ("run/checkpoint-1", tmp_path / "run" / "checkpoint-1")]
-    summaries = run_folders(task, folders)
+    names = ("base", "run/checkpoint-1")
+    summaries = run_folders(task, ResultsFolder(tmp_path, names), names)
     assert task.batches == [[{"x": 1}, {"x": 2}, {"x": 2}]]
     assert summaries == {"base": {"name": "base", "sum": 3}, "run/checkpoint-1": {"name": "run/checkpoint-1", "sum": 2}}
-    assert read_json(tmp_path / "base" / "sum.json") == {"sum": 3}
+    assert read_json(tmp_path / "base" / "sum.json")["sum"] == 3
+    assert check_part(tmp_path / "base", "sum.json").ok
     assert read_json(tmp_path / "run" / "checkpoint-1" / "doubled.json") == {"v": 4}

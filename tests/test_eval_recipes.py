@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from gnt.cli.evaluate import load_eval_config
 from gnt.evaluation.discovery import discover_models
 from gnt.paths import RECIPES_DIR
-from gnt.pipeline import load_eval_config
 from gnt.recipe import RecipeError
 
 EVAL_RECIPES = sorted(RECIPES_DIR.glob("eval*.yaml"))
@@ -113,18 +113,21 @@ def test_eval_and_judge_take_the_same_backend_keys_with_the_same_defaults_and_me
 
 
 def test_eval_and_judge_build_the_same_http_backend_from_the_same_keys() -> None:
-    from gnt.evaluation.config import make_backend as eval_backend
+    from gnt.cli.evaluate import load_eval_config
+    from gnt.evaluation.driver import default_backend_factory as eval_backend
+    from gnt.generation.identity import model_identity
     from gnt.judge.config import load_judge_recipe
     from gnt.judge.config import make_backend as judge_backend
-    from gnt.pipeline import load_eval_config
 
     keys = [("backend", "http"), ("base_url", "http://127.0.0.1:9/v1"), ("served_model", "served"),
             ("http_retries", "2"), ("concurrency", "3"), ("timeout_s", "7"), ("regex_field", "guided_regex")]
-    backends = [eval_backend(load_eval_config(None, keys), "org/base"),
+    backends = [eval_backend(load_eval_config(None, keys), "org/base", []),
                 judge_backend(load_judge_recipe(None, [("judge_model", "org/judge"), *keys]))]
     try:
         seen = [(b.base_url, b.model, b.max_retries, b.concurrency, b.timeout_s, b.regex_field) for b in backends]
         assert seen[0] == seen[1] == ("http://127.0.0.1:9/v1", "served", 2, 3, 7.0, "guided_regex")
+        # one cache identity rule for every user: the identity of the model served, not the name it is served as
+        assert [b.model_id for b in backends] == [f"{model_identity(m)}|http" for m in ("org/base", "org/judge")]
     finally:
         for backend in backends:
             backend.close()
@@ -132,8 +135,8 @@ def test_eval_and_judge_build_the_same_http_backend_from_the_same_keys() -> None
 
 def test_max_retries_keeps_its_old_meaning_in_each_kind_under_its_new_name(caplog, monkeypatch) -> None:
     from gnt import deprecated
+    from gnt.cli.evaluate import load_eval_config
     from gnt.judge.config import load_judge_recipe
-    from gnt.pipeline import load_eval_config
 
     monkeypatch.setattr(deprecated, "_warned", set())  # as in a fresh process
     with caplog.at_level("WARNING", logger="gnt.deprecated"):
@@ -159,7 +162,7 @@ def test_the_judge_chunk_size_is_the_judge_chunk_and_batch_size_the_backend_batc
 
 
 def test_system_role_has_one_vocabulary_in_training_and_evaluation(tmp_path: Path) -> None:
-    from gnt.pipeline import load_eval_config
+    from gnt.cli.evaluate import load_eval_config
     from gnt.training.config import load_recipe
 
     recipe = tmp_path / "r.yaml"
@@ -173,8 +176,8 @@ def test_system_role_has_one_vocabulary_in_training_and_evaluation(tmp_path: Pat
 
 
 def test_a_wrong_typed_value_names_the_file_and_line_in_eval_and_judge(tmp_path: Path) -> None:
+    from gnt.cli.evaluate import load_eval_config
     from gnt.judge.config import load_judge_recipe
-    from gnt.pipeline import load_eval_config
 
     recipe = tmp_path / "r.yaml"
     recipe.write_text("backend: http\nbase_url: http://x/v1\nconcurrency: many\n")
@@ -196,9 +199,9 @@ def test_an_eval_key_in_a_judge_recipe_is_refused_with_the_closest_keys() -> Non
 
 def test_the_offline_aliases_work_in_every_recipe_kind(tiny_model_dir: Path, monkeypatch, capsys) -> None:
     import gnt.models.tiny as tiny
+    from gnt.cli.evaluate import load_eval_config
     from gnt.cli.train import SFT
     from gnt.judge.config import load_judge_recipe, make_backend
-    from gnt.pipeline import load_eval_config
     from gnt.templated_suite.run import load_config
 
     monkeypatch.setattr(tiny, "default_cache_dir", lambda: tiny_model_dir.parent)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from _eval_helpers import ScriptedBackend
 
+from gnt.cli.evaluate import load_eval_config
 from gnt.evaluation.cache import GenerationCache
 from gnt.evaluation.config import Shard, parse_shard
 from gnt.evaluation.results import load_summary
@@ -19,11 +20,10 @@ from gnt.evaluation.sweep import run_sweep
 from gnt.generation.base import Generation
 from gnt.io import read_json, read_jsonl
 from gnt.paths import PROJECT_ROOT, RECIPES_DIR, SAMPLE_DIR
-from gnt.pipeline import load_eval_config
 from gnt.recipe import RecipeError
 
 # 2 languages × 2 configurations × 2 shot counts, 2 rows per language: 16 requests per model, 2 chunks of 8.
-GRID = [("langs", "it,de"), ("configs", "G+S,None"), ("shots", "0,2"), ("rows_per_lang", "2"),
+GRID = [("steps", "grid"), ("langs", "it,de"), ("configs", "G+S,None"), ("shots", "0,2"), ("rows_per_lang", "2"),
         ("max_new_tokens", "16"), ("chunk_size", "8"), ("batch_size", "8"), ("bootstrap_samples", "200"),
         ("progress", "false")]
 MODELS = ["base", "sft/checkpoint-1", "sft/checkpoint-2"]
@@ -86,11 +86,11 @@ def test_shard_values_are_checked() -> None:
         with pytest.raises(RecipeError, match="shard must be i/n"):
             parse_shard(bad)
     with pytest.raises(RecipeError, match="shard must be i/n"):
-        load_eval_config(RECIPES_DIR / "eval-tiny.yaml", [("shard", "2/2")])
+        load_eval_config(RECIPES_DIR / "eval-tiny.yaml", [("steps", "grid"), ("shard", "2/2")])
 
 
 def _scripted_config(out: Path, model: Path, shard: str | None):
-    extra = [("langs", "it,de"), ("configs", "G+S,None"), ("shots", "0,4"), ("chunk_size", "5"),
+    extra = [("steps", "grid"), ("langs", "it,de"), ("configs", "G+S,None"), ("shots", "0,4"), ("chunk_size", "5"),
              ("rows_per_lang", "6"), ("bootstrap_samples", "100"), ("progress", "false")]
     if shard is not None:
         extra.append(("shard", shard))

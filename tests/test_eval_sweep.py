@@ -11,18 +11,19 @@ from pathlib import Path
 import pytest
 from _eval_helpers import ScriptedBackend, make_checkpoint
 
+from gnt.cli.evaluate import load_eval_config
 from gnt.evaluation.leakage import LeakageError
-from gnt.evaluation.results import load_generations, load_summary, recompute_metrics
+from gnt.evaluation.results import load_summary
 from gnt.evaluation.sweep import GenerationFailure, run_sweep
 from gnt.generation.base import Generation
 from gnt.io import read_json
 from gnt.paths import PROJECT_ROOT, RECIPES_DIR, SAMPLE_DIR
-from gnt.pipeline import load_eval_config
 from gnt.prompts.grid import PromptGrid
 from gnt.recipe import RecipeError
+from gnt.results.model_folder import JUDGE, ModelFolder
 
 # A small slice of the grid: 2 languages × 2 configurations × 2 shot counts, 2 rows per language, 16 tokens.
-GRID = [("langs", "it,de"), ("configs", "G+S,None"), ("shots", "0,2"), ("rows_per_lang", "2"),
+GRID = [("steps", "grid"), ("langs", "it,de"), ("configs", "G+S,None"), ("shots", "0,2"), ("rows_per_lang", "2"),
         ("max_new_tokens", "16"), ("chunk_size", "8"), ("batch_size", "8"), ("bootstrap_samples", "200"),
         ("progress", "false")]
 N_CELLS, N_ROWS = 8, 4  # rows: 2 per language, each in the 4 cells of its language
@@ -46,8 +47,8 @@ def sweep(tmp_path_factory, eval_tiny_run: Path):
 
 
 def read_model(out: Path, name: str) -> tuple[list[dict], dict, dict]:
-    folder = out / name
-    return load_generations(folder), read_json(folder / "metrics.json"), read_json(folder / "record.json")
+    folder = ModelFolder(out, name)
+    return folder.generations(), read_json(folder.path / "metrics.json"), dict(folder.record())
 
 
 def test_sweep_covers_the_grid_writes_everything_and_loads_the_base_once(sweep) -> None:
@@ -61,12 +62,11 @@ def test_sweep_covers_the_grid_writes_everything_and_loads_the_base_once(sweep) 
         records, metrics, record = read_model(out, entry["name"])
         assert len(records) == N_CELLS * 2 and {r["cell"] for r in records} == expected_cells
         base = entry["name"] == "base"  # the record says what the report would otherwise guess
-        assert record["format"] == "gnt-align/eval-record/2" and record["step"] == "grid"
+        assert record["format"] == "gnt-align/eval-record/3" and record["step"] == "grid"
         assert (record["kind"], record["stage"]) == (("base", "base") if base else ("checkpoint", "sft"))
         assert set(metrics["cells"]) == expected_cells and set(metrics["languages"]) == {"it", "de"}
         assert metrics["overall"]["n"] == len(records)
-        for slot in ("gnt_accuracy", "coherence", "xcomet"):
-            assert metrics["overall"][slot] is None
+        assert not {"gnt_accuracy", "coherence", "xcomet"} & set(metrics["overall"]), "the later steps' own files"
         first = records[0]
         for key in ("id", "lang", "set", "gender", "source_key", "cell", "config", "shots", "prompt_hash", "key", "raw",
                     "label", "translation", "error", "ref_g", "ref_n", "source"):
@@ -104,29 +104,38 @@ def test_a_second_invocation_generates_nothing(sweep, eval_tiny_run: Path) -> No
         assert metrics == metrics_before[name]
 
 
-def test_a_cached_rerun_keeps_what_the_judge_filled_in(sweep, eval_tiny_run: Path) -> None:
-    from gnt.io import write_json
+def test_a_cached_rerun_keeps_the_grids_files_and_the_judges_part(sweep, eval_tiny_run: Path) -> None:
+    from gnt.judge.apply import judge_results
+    from gnt.judge.lexical import LexicalJudge
+    from gnt.results.folder import ResultsFolder
 
     out, _ = sweep
-    path = out / "sft" / "checkpoint-2" / "metrics.json"
-    filled = {**read_json(path), "judge": {"judge": "lexical", "n_judged": 16}}
-    write_json(path, filled)
+    folder = ModelFolder(out, "sft/checkpoint-2")
+    judge_results(ResultsFolder(out, (folder.name,)), [folder.name], lexical=LexicalJudge())
+    grid_file = (folder.path / "metrics.json").read_bytes()
+    judged = folder.metrics()[0]
+    assert judged is not None and judged["judged"] and "gnt_accuracy" in judged["overall"]
     run_sweep(config_for(out, [eval_tiny_run]))
-    assert read_json(path) == filled, "an unchanged model's metrics (and the judge's fields) are kept"
-    changed = config_for(out, [eval_tiny_run], [("bootstrap_samples", "100")])
-    run_sweep(changed)
-    assert "judge" not in read_json(path), "other bootstrap settings recompute the metrics from the generations"
+    assert (folder.path / "metrics.json").read_bytes() == grid_file, "an unchanged model's metrics are kept"
+    assert folder.check(JUDGE).ok and folder.metrics()[0] == judged, "and the judge's part still composes"
+    run_sweep(config_for(out, [eval_tiny_run], [("bootstrap_samples", "100")]))
+    assert folder.metrics()[0]["bootstrap"]["samples"] == 100, "other bootstrap settings recompute the metrics"
+    assert folder.check(JUDGE).ok, "the same generations: the judge's part still holds"
     run_sweep(config_for(out, [eval_tiny_run]))  # leave the shared sweep as the other tests expect it
 
 
-def test_metrics_are_recomputed_from_generations_with_judgments(sweep, tmp_path: Path) -> None:
+def test_metrics_are_recomputed_from_generations_with_judgments(sweep) -> None:
+    from gnt.bootstrap import recorded_bootstrap
+    from gnt.evaluation.metrics import compute_metrics
+
     out, _ = sweep
-    folder = shutil.copytree(out / "sft" / "checkpoint-1", tmp_path / "model")
-    assert recompute_metrics(folder, write=False) == read_json(folder / "metrics.json")
-    records = load_generations(folder)
+    folder = ModelFolder(out, "sft/checkpoint-1")
+    records = folder.generations()
+    stored = folder.grid_metrics()
+    again = compute_metrics(records, bootstrap=recorded_bootstrap(stored))
+    assert {k: again[k] for k in ("cells", "languages", "overall")} == {k: stored[k] for k in ("cells", "languages", "overall")}
     judgments = {r["key"]: {"neutral": True, "label": "NEUTRAL"} for r in records}
-    recompute_metrics(folder, judgments)
-    written = read_json(folder / "metrics.json")
+    written = {**compute_metrics(records, judgments, bootstrap=recorded_bootstrap(stored)), "leakage": stored["leakage"]}
     set_n = [r for r in records if r["set"] == "Set-N"]
     expected = sum(r["error"] is None for r in set_n) / len(set_n)  # all judged neutral: Set-N correct unless errors
     assert written["overall"]["gnt_accuracy"]["Set-N"]["value"] == pytest.approx(expected)
@@ -145,7 +154,7 @@ def test_a_new_checkpoint_is_the_only_thing_computed(sweep, eval_tiny_run: Path,
 
 
 def test_kill_and_resume_gives_identical_results(sweep, eval_tiny_run: Path, tmp_path: Path) -> None:
-    from gnt.evaluation.config import make_backend
+    from gnt.evaluation.driver import default_backend_factory as make_backend
 
     class Killed(Exception):
         pass
@@ -232,7 +241,7 @@ def test_base_only_sweep_over_mgente_counts_every_extraction_error(tiny_model_di
         item = EDGE_OUTPUTS[len(seen) % len(EDGE_OUTPUTS)]
         return item if isinstance(item, Generation) else item.format(lang=lang)
 
-    config = load_eval_config(RECIPES_DIR / "eval-tiny.yaml", [("langs", "it"), ("configs", "None"), ("shots", "0"),
+    config = load_eval_config(RECIPES_DIR / "eval-tiny.yaml", [("steps", "grid"), ("langs", "it"), ("configs", "None"), ("shots", "0"),
                               ("progress", "false"), ("chunk_size", "5")],
                               model=str(tiny_model_dir), mgente=str(SAMPLE_DIR), out_dir=str(tmp_path / "eval"))
     out = run_sweep(config, backend_factory=lambda c, b, a: ScriptedBackend(reply, system_role=False))
@@ -255,7 +264,7 @@ def test_base_only_sweep_over_mgente_counts_every_extraction_error(tiny_model_di
 
 def test_a_backend_failing_everything_stops_the_sweep(tiny_model_dir: Path, tmp_path: Path) -> None:
     dead = ScriptedBackend(lambda r: Generation("", error="ConnectError: connection refused"))
-    config = load_eval_config(RECIPES_DIR / "eval-tiny.yaml", [("langs", "it"), ("chunk_size", "2"), ("progress", "false")],
+    config = load_eval_config(RECIPES_DIR / "eval-tiny.yaml", [("steps", "grid"), ("langs", "it"), ("chunk_size", "2"), ("progress", "false")],
                               model=str(tiny_model_dir), mgente=str(SAMPLE_DIR), out_dir=str(tmp_path / "eval"))
     with pytest.raises(GenerationFailure, match="connection refused"):
         run_sweep(config, backend_factory=lambda c, b, a: dead)
@@ -276,8 +285,8 @@ def test_configuration_errors_are_clear(tmp_path: Path, tiny_model_dir: Path) ->
 def test_cli_reruns_the_sweep_from_cache_and_prints_the_table(sweep, eval_tiny_run: Path, capsys) -> None:
     from gnt.cli.evaluate import main
     out, _ = sweep
-    overrides = [f"{k}={v}" for k, v in GRID if k != "progress"]
-    overrides.append("steps=grid")  # eval-tiny.yaml names the demo's whole pipeline; this test is about the grid
+    overrides = [f"{k}={v}" for k, v in GRID if k != "progress"]  # GRID holds steps=grid: eval-tiny.yaml names the
+    # demo's whole pipeline, and this test is about the grid
     assert main([str(RECIPES_DIR / "eval-tiny.yaml"), "--run", str(eval_tiny_run), "--out", str(out), *overrides]) == 0
     printed = capsys.readouterr().out
     assert "Label metrics" in printed and "sft/checkpoint-2" in printed and "summary.json" in printed
@@ -292,7 +301,7 @@ def test_cli_reruns_the_sweep_from_cache_and_prints_the_table(sweep, eval_tiny_r
 
 def _base_only(tiny_model_dir: Path, out: Path, extra: list[tuple[str, str]] = ()):
     # one chunk holds every request, so the consecutive-failed-chunks guard never fires: only the new check can
-    return load_eval_config(RECIPES_DIR / "eval-tiny.yaml", [("langs", "it"), ("configs", "None"), ("shots", "0"),
+    return load_eval_config(RECIPES_DIR / "eval-tiny.yaml", [("steps", "grid"), ("langs", "it"), ("configs", "None"), ("shots", "0"),
                             ("rows_per_lang", "3"), ("chunk_size", "64"), ("progress", "false"), *extra],
                             model=str(tiny_model_dir), mgente=str(SAMPLE_DIR), out_dir=str(out))
 

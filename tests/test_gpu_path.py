@@ -111,9 +111,10 @@ def test_the_gpu_check_runs_every_stage_in_order_within_its_budget(tmp_path: Pat
     result = _gpu_check(tmp_path, budget=530)
     assert result.returncode == 0, result.stderr
     ran = [line for line in result.stdout.splitlines() if line.startswith("RAN ")]
-    assert [line.rsplit("--stages ", 1)[1] for line in ran] == ["build", "grid", "sft-lora", "sft-qlora"]
-    assert all("bench/gpu_grid.py --backend transformers --rows-per-lang 20" in line for line in ran)
-    assert "learned-judge not measured: bench/learned_judge_throughput.py does not exist yet" in result.stdout
+    grid, judge = ran[:-1], ran[-1]
+    assert [line.rsplit("--stages ", 1)[1] for line in grid] == ["build", "grid", "sft-lora", "sft-qlora"]
+    assert all("bench/gpu_grid.py --backend transformers --rows-per-lang 20" in line for line in grid)
+    assert "bench/learned_judge_throughput.py model=outputs/gpu-grid/model adapter=outputs/gpu-grid/adapter" in judge
     assert "gpu_check: build, at most 120 s" in result.stdout  # each stage capped, never past the deadline
     assert any(p.name.startswith("gpu_grid") for p in (tmp_path / "out").iterdir())  # records copied back
 

@@ -9,15 +9,17 @@ from pathlib import Path
 
 import pytest
 from _judge_fakes import ScriptedBackend
+from _report_fixtures import metrics_of
 
 from gnt.bootstrap import BootstrapSettings
 from gnt.data.entry import Entry
-from gnt.evaluation.metrics import compute_metrics
-from gnt.io import read_json, read_jsonl, write_json, write_jsonl
+from gnt.evaluation.metrics import grid_metrics
+from gnt.io import read_jsonl, write_json, write_jsonl
 from gnt.judge.apply import judge_results
 from gnt.judge.lexical import LexicalJudge
 from gnt.judge.llm_judge import JudgeCache, JudgeSettings, LLMJudge
 from gnt.results.folder import ResultsFolder
+from gnt.results.model_folder import GRID, ModelFolder
 
 ROOT = Path(__file__).resolve().parent.parent
 CELL = "it/G+S/4"
@@ -54,15 +56,16 @@ def _entries() -> list[Entry]:
                   gendered_words=GENDERED_WORDS.get(r[0], ())) for r in ROWS]
 
 
-def _results(tmp_path: Path) -> Path:
+def _results(tmp_path: Path, edit=lambda record: None) -> Path:
+    """Two model folders written as the sweep writes them, each record first passed to ``edit``."""
     out = tmp_path / "eval"
     for model in ("base", "sft/checkpoint-2"):
-        folder = out / model
         records = _records(model.replace("/", "_"))
-        write_jsonl(folder / "generations.jsonl", records)
-        metrics = compute_metrics(records, bootstrap=BootstrapSettings(50))
-        metrics["overall"]["xcomet"] = {"value": 0.5, "ci": [0.4, 0.6]}  # filled by another step: must survive
-        write_json(folder / "metrics.json", metrics)
+        for record in records:
+            edit(record)
+        metrics = grid_metrics(records, model=model, global_step=None, leakage={}, bootstrap=BootstrapSettings(50))
+        ModelFolder(out, model).write(GRID, {"generations.jsonl": records, "metrics.json": metrics},
+                                      {"status": "ok", "model": {"name": model}})
     write_jsonl(out / "cache" / "generations.jsonl", [{"key": "x", "text": "y"}])  # not a model folder
     return out
 
@@ -79,12 +82,14 @@ def test_gnt_accuracy_and_coherence_from_known_judgments(tmp_path):
     judge = LLMJudge(backend, JudgeSettings(judge_retries=1), JudgeCache(out / "cache" / "judgments.jsonl"))
     validation = {"kind": "references", "results": [
         {"format": "CROSS-P+L", "lang": "all", "cells": {"overall": {"accuracy": 0.8}}}]}
+    grid_file = (out / "base" / "metrics.json").read_bytes()
     summaries = judge_results(folder, folder.models, llm=judge, lexical=LexicalJudge(), entries=_entries(),
                               validation=validation)
+    assert (out / "base" / "metrics.json").read_bytes() == grid_file, "the judge never writes the grid's file"
     # 7 clean records per model, identical in both models: 7 distinct items, the fault retried once
     assert judge.stats.items == 14 and judge.stats.unique == 7 and backend.calls == 2 and len(backend.requests) == 8
 
-    metrics = read_json(out / "base" / "metrics.json")
+    metrics = metrics_of(out, "base")
     gnt = metrics["overall"]["gnt_accuracy"]
     # Set-G rows 1-3: only row 1 judged gendered -> 1/3. Set-N: rows 4, 5, 7 (extraction error = failure), 8;
     # row 6 is a judge error, left out -> 1/4. All: 2/7.
@@ -96,7 +101,6 @@ def test_gnt_accuracy_and_coherence_from_known_judgments(tmp_path):
     assert coherence["GENDERED"]["value"] == pytest.approx(2 / 3)
     assert coherence["NEUTRAL"]["value"] == pytest.approx(2 / 3)
     assert gnt["all"]["ci"] is not None
-    assert metrics["overall"]["xcomet"] == {"value": 0.5, "ci": [0.4, 0.6]}
 
     block = metrics["judge"]
     assert block["n_judged"] == 6 and block["n_judge_errors"] == 1 and block["n_extraction_errors"] == 1
@@ -122,21 +126,20 @@ def test_gnt_accuracy_and_coherence_from_known_judgments(tmp_path):
     rerun = LLMJudge(rerun_backend, JudgeSettings(judge_retries=1), JudgeCache(out / "cache" / "judgments.jsonl"))
     judge_results(folder, folder.models, llm=rerun, lexical=LexicalJudge(), entries=_entries())
     assert rerun_backend.requests == [] and rerun.stats.cached == 7
-    assert read_json(out / "base" / "metrics.json")["overall"]["gnt_accuracy"]["all"]["value"] == pytest.approx(2 / 7)
+    assert metrics_of(out, "base")["overall"]["gnt_accuracy"]["all"]["value"] == pytest.approx(2 / 7)
 
 
 def test_lexical_judge_alone_and_the_cli(tmp_path):
-    out = _results(tmp_path)
-    records = read_jsonl(out / "base" / "generations.jsonl")
-    for record in records:  # records that carry their gendered words need no dataset
+    def carry_words(record: dict) -> None:  # records that carry their gendered words need no dataset
         record["gendered_words"] = list(GENDERED_WORDS.get(record["id"], ()))
-    write_jsonl(out / "base" / "generations.jsonl", records)
+
+    out = _results(tmp_path, carry_words)
     result = subprocess.run(
         [sys.executable, str(ROOT / "eval" / "judge.py"), "judge", str(out), "judge=lexical", "models=base"],
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    metrics = read_json(out / "base" / "metrics.json")
+    metrics = metrics_of(out, "base")
     # lexical: gendered rows 1, 3, 5, 8; neutral 2, 4, 6. Set-G: 1 and 3 right -> 2/3; Set-N: 4, 6 right of
     # 4, 5, 6, 7(error), 8 -> 2/5.
     assert metrics["overall"]["gnt_accuracy"]["Set-G"]["value"] == pytest.approx(2 / 3)
@@ -161,20 +164,20 @@ def test_lexical_judge_alone_and_the_cli(tmp_path):
 def test_lexical_judge_does_not_call_a_non_translation_neutral(tmp_path):
     """Fluent text that does not translate its source holds no annotated gendered word: the lexical judge must
     abstain on it (counted), not call it neutral, and GNT accuracy over adequate outputs counts it as a failure."""
-    out = _results(tmp_path)
-    records = read_jsonl(out / "base" / "generations.jsonl")
     nonsense = "L'acqua di Sancho, che è il nostro perso, ha perso una morte finitura."
-    for record in records:
+
+    def translate_badly(record: dict) -> None:
         if record["id"] == "4":  # Set-N; its references say "La cittadinanza è preoccupata."
             record["translation"] = nonsense
             record.pop("chrf", None)
-    write_jsonl(out / "base" / "generations.jsonl", records)
+
+    out = _results(tmp_path, translate_badly)
     judge_results(ResultsFolder.on_disk(out), ["base"], lexical=LexicalJudge(), entries=_entries())
     judgments = {j["id"]: j for j in read_jsonl(out / "base" / "judgments.jsonl")}
     assert judgments["4"]["label"] == "ABSTAIN" and judgments["4"]["neutral"] is None
     assert judgments["4"]["abstained"] == "inadequate translation"
     assert judgments["2"]["label"] == "NEUTRAL"  # an adequate neutral translation is still judged
-    metrics = read_json(out / "base" / "metrics.json")
+    metrics = metrics_of(out, "base")
     assert metrics["judge"]["n_abstained"] == {"inadequate translation": 1}
     overall = metrics["overall"]
     # Set-N rows 4 (abstained), 5 (gendered), 6 (neutral), 7 (extraction error), 8 (gendered): over judged

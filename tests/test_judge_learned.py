@@ -199,7 +199,7 @@ def test_a_label_scoring_judge_keeps_the_probability_and_caches_it(tiny_model_di
 # ---------------------------------------------------------------------------------------------- recipes
 def test_a_training_recipe_reads_as_a_judge_recipe(tmp_path: Path) -> None:
     keys, lines = judge_recipe_mapping(RECIPES_DIR / "judge-gemma270m.yaml")
-    assert keys["judge_model"] == "gnt:gemma" and keys["judge_adapter"] == "runs/judge-gemma270m"
+    assert keys["judge_model"] == "gnt:gemma" and keys["judge_adapter"] == "outputs/demo-gemma/runs/judge"
     assert keys["format"] == "CROSS-L" and keys["label_scoring"] is True and keys["judge"] == "llm"
     assert lines["judge_adapter"] > 0
     plain = tmp_path / "plain.yaml"

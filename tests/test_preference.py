@@ -9,15 +9,15 @@ import pytest
 from _eval_helpers import ScriptedBackend
 
 from gnt.bootstrap import BootstrapSettings
+from gnt.cli.evaluate import load_eval_config
 from gnt.evaluation.preference import PREFERENCE, SCORE_CACHE, load_pairs, preference_metrics
 from gnt.evaluation.sweep import run_sweep
 from gnt.generation.base import Adapter
 from gnt.generation.scoring import ScoreRequest, ScoringUnsupported, score_completions
 from gnt.io import read_json, read_jsonl
 from gnt.paths import RECIPES_DIR
-from gnt.pipeline import load_eval_config
 
-GRID = [("langs", "it,es"), ("configs", "None"), ("shots", "0"), ("rows_per_lang", "2"), ("max_new_tokens", "8"),
+GRID = [("steps", "grid"), ("langs", "it,es"), ("configs", "None"), ("shots", "0"), ("rows_per_lang", "2"), ("max_new_tokens", "8"),
         ("bootstrap_samples", "100"), ("progress", "false"), ("preference", "true")]
 
 

@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from _report_fixtures import make_results, make_run
+from _report_fixtures import make_results, make_run, metrics_of
 
 from gnt.bootstrap import BootstrapSettings
 from gnt.io import read_json, write_json
@@ -75,6 +75,8 @@ HEADLINE = {
     "GNT acc. Set-N": ("gnt_accuracy", "Set-N"),
     "GNT acc. Set-G": ("gnt_accuracy", "Set-G"),
     "Coherence (NEUTRAL label)": ("coherence", "NEUTRAL"),
+    "GNT acc. Set-G F": ("gnt_accuracy_by_gender", "F"),  # a metric declared in the catalog alone
+    "GNT acc. Set-G M": ("gnt_accuracy_by_gender", "M"),
 }
 
 
@@ -85,14 +87,14 @@ def test_headline_numbers_match_metrics_files(built: tuple[Path, Path]) -> None:
     for heading, block in (("en→it", "it"), ("en→es", "es"), ("en→de", "de"), ("All languages", None)):
         *rows, baseline = tables[heading]
         assert [r["model"] for r in rows] == ["base", "sft/checkpoint-4", "sft/checkpoint-8"]
-        base_scope = read_json(results / "base" / "metrics.json")
+        base_scope = metrics_of(results, "base")
         base_scope = base_scope["languages"][block] if block else base_scope["overall"]
         constant = base_scope["label_baselines"]
         assert baseline["model"] == f"best constant label ({constant['label']})"
         assert float(baseline["Label bal. acc."]) == 50.0
         assert float(baseline["Label macro-F1"]) == pytest.approx(constant["macro_f1"] * 100, abs=0.051)
         for row in rows:
-            metrics = read_json(results / row["model"] / "metrics.json")
+            metrics = metrics_of(results, row["model"])
             scope = metrics["languages"][block] if block else metrics["overall"]
             chrf = parse_stat(row["chrF++"])
             assert chrf[0] == pytest.approx(scope["adequacy"]["chrf"]["value"], abs=0.051)
@@ -116,7 +118,7 @@ def test_report_data_json_matches_markdown(built: tuple[Path, Path]) -> None:
     results, report = built
     data = read_json(report.with_name("report_data.json"))
     entry = next(e for e in data["headline"] if e["lang"] == "it" and e["model"] == "sft/checkpoint-8")
-    metrics = read_json(results / "sft/checkpoint-8/metrics.json")["languages"]["it"]
+    metrics = metrics_of(results, "sft/checkpoint-8")["languages"]["it"]
     assert entry["gnt_n"]["value"] == pytest.approx(metrics["gnt_accuracy"]["Set-N"]["value"])
     assert entry["gnt_n"]["p_value"] is not None and entry["gnt_n"]["delta"] > 0
 
@@ -315,7 +317,7 @@ def test_cli_writes_report_elsewhere_with_xcomet_and_validation(tmp_path: Path,
     *rows, baseline = md_tables(text)["en→it"]
     assert baseline["stage"] == "baseline" and baseline["xCOMET"] == ""
     for row in rows:
-        xcomet = read_json(results / row["model"] / "metrics.json")["languages"]["it"]["xcomet"]["matching"]
+        xcomet = metrics_of(results, row["model"])["languages"]["it"]["xcomet"]["matching"]
         value, lo, hi = parse_stat(row["xCOMET"])
         assert (value, lo, hi) == pytest.approx((xcomet["value"], xcomet["ci"][0], xcomet["ci"][1]), abs=0.0006)
     assert "lexical (MONO-L)" in text and "Agreement with the lexical judge: 90.0% (κ 0.800)" in text
@@ -370,18 +372,24 @@ def test_a_truncated_summary_is_a_warning_and_invents_no_model(tmp_path: Path) -
     assert any("summary.json is unreadable" in w for w in results.warnings)
 
 
-def test_a_truncated_metrics_file_is_an_error_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+@pytest.mark.parametrize("damage", ["truncated", "emptied"])
+def test_a_damaged_metrics_file_is_named_in_the_report_with_the_command_that_rewrites_it(tmp_path: Path,
+                                                                                        damage: str) -> None:
+    """metrics.json cut short or replaced by ``{}``: the model is left out with a warning naming the file and the
+    command that writes it again (which the grid step, seeing the damage, really does), never read as a result."""
     import importlib.util
 
     out = make_results(tmp_path / "eval", steps=(4,), extras=False, rows_per_set=2)
     metrics = out / "sft" / "checkpoint-4" / "metrics.json"
-    metrics.write_text(metrics.read_text()[:100])
+    metrics.write_text(metrics.read_text()[:100] if damage == "truncated" else "{}")
     spec = importlib.util.spec_from_file_location("report_cli", Path(__file__).parent.parent / "eval/report.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # type: ignore[union-attr]
-    assert module.main([str(out)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith(f"error: {metrics}: unreadable") and "Rerun eval/evaluate.py" in err[-1]
+    assert module.main([str(out)]) == 0
+    report = (out / "report" / "report.md").read_text(encoding="utf-8")
+    warning = next(line for line in report.splitlines() if str(metrics) in line)
+    assert "was changed after it was written" in warning and "rerun eval/evaluate.py with the same recipe" in warning
+    assert [r["model"] for r in md_tables(report)["All languages"][:-1]] == ["base"]
 
 
 def test_a_recorded_stage_and_step_are_read_as_written_not_guessed(tmp_path) -> None:
@@ -405,13 +413,33 @@ def test_a_model_folder_without_a_current_record_is_left_out_with_a_warning(tmp_
     (out / "sft/checkpoint-8/record.json").unlink()
     results = collect(out)
     assert [m.name for m in results.models] == ["base"]
-    assert any("sft/checkpoint-4: left out: its record.json is of format 'gnt-align/eval-record/1'" in w
-               for w in results.warnings)
-    assert any("sft/checkpoint-8: left out: it has no record.json" in w and "rerun eval/evaluate.py" in w
+    assert any("sft/checkpoint-4: left out:" in w and "record.json is of format 'gnt-align/eval-record/1', written by "
+               "an older gnt-align; rerun eval/evaluate.py" in w for w in results.warnings)
+    assert any("sft/checkpoint-8: left out: it holds no readable record.json" in w and "rerun eval/evaluate.py" in w
                for w in results.warnings)
     (out / "base/record.json").unlink()
-    with pytest.raises(ResultsError, match="no model folder holds a record.json of format"):
+    with pytest.raises(ResultsError, match="no model folder whose results are whole"):
         collect(out)
+
+
+def test_a_metrics_file_of_an_unknown_format_is_refused_not_read_as_another(tmp_path) -> None:
+    """``eval-metrics/99`` (a later gnt-align, a hand edit) is never read as the version this code knows."""
+    import json
+
+    from gnt.report.collect import collect
+    from gnt.results.model_folder import GRID, ModelFolder
+
+    out = make_results(tmp_path / "results", steps=(4,), extras=False, rows_per_set=2)
+    folder = ModelFolder(out, "sft/checkpoint-4")
+    metrics = json.loads((folder.path / "metrics.json").read_text())
+    record = {k: v for k, v in json.loads((folder.path / "record.json").read_text()).items() if k not in ("files",)}
+    folder.write(GRID, {"generations.jsonl": folder.generations(),
+                        "metrics.json": {**metrics, "format": "gnt-align/eval-metrics/99"}}, record)
+    assert folder.check(GRID).ok, "whole, but of a format this code does not read"
+    results = collect(out)
+    assert [m.name for m in results.models] == ["base", "sft/checkpoint-4"]
+    assert results.model("sft/checkpoint-4").metrics is None
+    assert any("metrics.json is not of format 'gnt-align/eval-metrics/2'" in w for w in results.warnings)
 
 
 def _staged_model(tmp_path: Path, name: str, stage: str, step: int, set_n_label: str) -> object:

@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pytest
 from _eval_helpers import ScriptedBackend
+from _report_fixtures import metrics_of
 
 from gnt.bootstrap import BootstrapSettings
-from gnt.io import read_json, write_json, write_jsonl
+from gnt.io import read_json
 from gnt.output_format import format_output
 from gnt.paths import SAMPLE_DIR
 from gnt.report.config import ReportConfig
+from gnt.results.model_folder import GRID, ModelFolder
+from gnt.results.part import write_part
 
 BOOT = 60
 
@@ -45,7 +48,7 @@ def _score_xcomet(out: Path, model: str) -> dict:
     from gnt.comet.folder import score_folder
     from gnt.comet.scoring import CometCache, failure_code, item_key, matching_reference, model_identity
     from gnt.filenames import XCOMET_CACHE as CACHE
-    from gnt.io import read_json, read_jsonl
+    from gnt.io import read_jsonl
     from gnt.results.folder import ResultsFolder
 
     settings = CometConfig(xcomet_model="fake/xcomet", bootstrap_samples=BOOT)
@@ -61,7 +64,7 @@ def _score_xcomet(out: Path, model: str) -> dict:
     cache.put_many(list(fill.values()))
     summary = score_folder(ResultsFolder(out, (model,)), settings)[model]
     assert summary["scoring"]["scored"] == 0  # every item came from the cache
-    assert read_json(out / model / "metrics.json")["overall"]["xcomet"] == summary["overall"]  # metrics filled
+    assert metrics_of(out, model)["overall"]["xcomet"] == summary["overall"]["xcomet"]  # composed by the reader
     return summary
 
 
@@ -73,12 +76,12 @@ def _preference_block(out: Path, model: str) -> dict:
                 "source_key": f"s{i}", "chosen": -1.0, "rejected": -1.5 if i % 3 else -0.5,
                 "margin": 0.5 if i % 3 else -0.5, "won": bool(i % 3), "error": None}
                for i, kind in enumerate(["neutralise", "regender"] * 6)]
-    write_jsonl(out / model / PREFERENCE, records)
     block = preference_metrics(records, BootstrapSettings(BOOT, 0, 0.05))
     block["split"] = "test"
-    metrics = read_json(out / model / "metrics.json")
-    metrics["preference_accuracy"] = block
-    write_json(out / model / "metrics.json", metrics)
+    folder = ModelFolder(out, model)
+    metrics = {**folder.grid_metrics(), "preference_accuracy": block}
+    record = {k: v for k, v in folder.record().items() if k != "files"}
+    folder.write(GRID, {PREFERENCE: records, "metrics.json": metrics}, record, keep=["generations.jsonl"])
     return block
 
 
@@ -94,18 +97,18 @@ def _templated(out: Path, model: str) -> dict:
                           "strategy": "N1" if label == "N" else None, "expected_gender": "M" if variant == "determined" else None,
                           "cue_stereotype": None, "adjective_stereotype": None, "reason": None, "gender_marked": True})
     metrics = compute_metrics(items, bootstrap=BootstrapSettings(BOOT))
-    write_jsonl(out / model / "templated" / "outputs.jsonl", items)
-    write_json(out / model / "templated" / "metrics.json", metrics)
+    write_part(out / model / "templated", {"outputs.jsonl": items, "metrics.json": metrics}, {"status": "ok"},
+               record_name="record.json")
     return metrics
 
 
 @pytest.fixture(scope="module")
 def produced(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Path:
+    from gnt.cli.evaluate import load_eval_config
     from gnt.data.mgente import load_mgente
     from gnt.evaluation.sweep import run_sweep
     from gnt.judge.apply import judge_results
     from gnt.judge.lexical import LexicalJudge
-    from gnt.pipeline import load_eval_config
     from gnt.results.folder import ResultsFolder
 
     out = tmp_path_factory.mktemp("produced") / "eval"
@@ -130,7 +133,7 @@ def test_every_block_of_a_produced_folder_is_read(produced: Path) -> None:
 
     results = collect(produced)
     [model] = results.models
-    metrics = read_json(produced / "base" / "metrics.json")
+    metrics = metrics_of(produced, "base")
     assert model.name == "base" and model.is_base and model.global_step == 0 and not model.failed
     assert model.leakage["status"] == "not_applicable"
     assert results.missing["base"] == ["attribution"]  # everything else was produced and found
@@ -159,7 +162,7 @@ def test_every_block_of_a_produced_folder_is_read(produced: Path) -> None:
     assert set(model.xcomet_index()) == generations  # every generation joined with its xCOMET row ...
     judged = {j["key"] for j in read_json_lines(produced / "base" / "judgments.jsonl")}
     assert judged and set(model.judgment_index()) == judged  # ... and with its judgment
-    assert model.xcomet_summary is not None and model.xcomet_summary["format"] == "gnt-align/xcomet-summary/1"
+    assert model.xcomet_summary is not None and model.xcomet_summary["format"] == "gnt-align/xcomet-summary/2"
     assert judge_blocks(results)["base"]["kind"] == "lexical"
     assert len(model.preference) == 12 and all(p["won"] is not None for p in model.preference)
 
@@ -179,7 +182,7 @@ def test_the_built_report_shows_the_produced_numbers(produced: Path, tmp_path: P
 
     report = build_report(produced, ReportConfig(out_dir=str(tmp_path / "report"), bootstrap_samples=BOOT))
     text = report.read_text(encoding="utf-8")
-    xcomet = read_json(produced / "base" / "metrics.json")["languages"]["it"]["xcomet"]["matching"]
+    xcomet = metrics_of(produced, "base")["languages"]["it"]["xcomet"]["matching"]
     assert f"{xcomet['value']:.3f} [{xcomet['ci'][0]:.3f}, {xcomet['ci'][1]:.3f}]" in text
     assert "judge not run" not in text and "xCOMET: not run" not in text
 

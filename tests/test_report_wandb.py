@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _report_fixtures import make_results, make_run
+from _report_fixtures import make_results, make_run, metrics_of
 
 from gnt.io import read_json
 
@@ -87,13 +87,15 @@ def test_eval_metrics_land_at_checkpoint_steps_of_the_training_run(tmp_path: Pat
     assert [row["_step"] for row in evaluation.history] == [8, 9, 10]  # continues after training, for sync --append
     assert {"name": "", "glob_name": "eval/*", "step_metric": "train/global_step"} in evaluation.metrics
     for name, step in (("base", 0), ("sft/checkpoint-4", 4), ("sft/checkpoint-8", 8)):
-        metrics = read_json(results / name / "metrics.json")
+        metrics = metrics_of(results, name)
         assert evaluation.by("train/global_step", "eval/it/gnt_accuracy/Set-N")[step] == pytest.approx(
             metrics["languages"]["it"]["gnt_accuracy"]["Set-N"]["value"])
         assert evaluation.by("train/global_step", "eval/all/label_accuracy/Set-G")[step] == pytest.approx(
             metrics["overall"]["label_accuracy"]["Set-G"]["value"])
         assert evaluation.by("train/global_step", "eval/de/coherence/NEUTRAL")[step] == pytest.approx(
             metrics["languages"]["de"]["coherence"]["NEUTRAL"]["value"])
+        assert evaluation.by("train/global_step", "eval/all/gnt_accuracy_by_gender/F")[step] == pytest.approx(
+            metrics["overall"]["gnt_accuracy_by_gender"]["F"]["value"])  # logged as the catalog declares it
     # generation samples as a W&B table, plots as images (files beside the offline run)
     last = evaluation.history[-1]
     table = last["eval/samples"]

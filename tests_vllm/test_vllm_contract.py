@@ -24,16 +24,16 @@ from gnt.paths import RECIPES_DIR, SAMPLE_DIR
 
 def grid_requests(model_dir: Path, recipe: str = "eval-vllm.yaml") -> list[GenerationRequest]:
     """The sweep's own requests (its renderer, regex constraint and decoding) for a few sample rows per cell."""
+    from gnt.cli.evaluate import load_eval_config
     from gnt.data.mgente import load_mgente
     from gnt.evaluation.discovery import discover_models
     from gnt.evaluation.sweep import GridTask
-    from gnt.pipeline import load_eval_config
     from gnt.prompts.grid import PromptGrid
 
     config = load_eval_config(RECIPES_DIR / recipe, model=str(model_dir))
     grid = PromptGrid(config.langs, config.prompts_dir, seed=config.grid_seed)
     entries = [e for lang in config.langs for e in [x for x in load_mgente(SAMPLE_DIR, (lang,))][:2]]
-    evaluation = GridTask(config, grid, entries, config.cells())
+    evaluation = GridTask(config, grid, tuple(entries), tuple(config.cells()), statuses={}, rows_info={})
     model = discover_models([], [], str(model_dir))[0]
     return [request for cell in config.cells() for _, _, request in evaluation.requests_for(model, cell, True)]
 
@@ -41,9 +41,9 @@ def grid_requests(model_dir: Path, recipe: str = "eval-vllm.yaml") -> list[Gener
 def test_eval_recipe_engine_arguments_are_real_engine_args(tiny_model_dir: Path, adapter_dirs: list[Path]) -> None:
     from vllm.config import LoRAConfig
 
-    from gnt.evaluation.config import make_backend
+    from gnt.cli.evaluate import load_eval_config
+    from gnt.evaluation.driver import default_backend_factory as make_backend
     from gnt.generation.vllm_backend import SUPPORTED_LORA_RANKS
-    from gnt.pipeline import load_eval_config
 
     config = load_eval_config(RECIPES_DIR / "eval-vllm.yaml", [("tensor_parallel_size", "2"), ("max_model_len", "512"),
                               ("engine_extra", "{enforce_eager: true, max_num_seqs: 64}")])

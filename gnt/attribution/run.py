@@ -40,8 +40,9 @@ from gnt.attribution.results import EvalRow, ResultError, read_result
 from gnt.attribution.spans import TARGETS, AttributionInput, build_input
 from gnt.evaluation.driver import write_folder
 from gnt.filenames import ATTRIBUTION_DIR, RECORD
-from gnt.io import write_json, write_jsonl
+from gnt.io import write_jsonl
 from gnt.prompts.grid import Cell, PromptGrid
+from gnt.results.part import Payload, Record
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +207,7 @@ def method_record(method: str) -> dict:
 Writer = Callable[[Path], object]
 
 
-def attribution_files(config: AttributionConfig) -> tuple[Path, dict[str, Writer], dict]:
+def attribution_files(config: AttributionConfig) -> tuple[Path, dict[str, Payload], dict]:
     """Every requested cell of one evaluation result explained: the output root, the files to write there (by path
     under it, each cell's ``record.json`` after that cell's other files) and a summary of the run."""
     from gnt.attribution.plots import plot_parts, plot_shots
@@ -236,7 +237,7 @@ def attribution_files(config: AttributionConfig) -> tuple[Path, dict[str, Writer
         check_support(model)  # fail before any work, with the supported list
     out_root = Path(config.out_dir) if config.out_dir else result.directory / ATTRIBUTION_DIR
     model_name = Path(str(adapter or model_path)).name
-    files: dict[str, Writer] = {}
+    files: dict[str, Payload] = {}
     summary: dict = {"cells": {}}
     for cell in cells:
         grid = PromptGrid((Cell.parse(cell).lang,), prompts, seed=seed)
@@ -288,7 +289,7 @@ def attribution_files(config: AttributionConfig) -> tuple[Path, dict[str, Writer
             "config": asdict(config),
             "environment": environment_record(),
         }
-        files[f"{folder}/{RECORD}"] = lambda path, record=record: write_json(path, record)
+        files[f"{folder}/{RECORD}"] = Record(record)  # written after the cell's files, with their sizes and hashes
         summary["cells"][cell] = {"dir": str(out_root / folder), "rows": n_rows, "skipped": len(skipped),
                                   "seconds": round(seconds, 3), "figures": [str(out_root / folder / f) for f in figures]}
     return out_root, files, summary

@@ -9,7 +9,7 @@ each requested cell (any cell when none is named).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,11 @@ from gnt.evaluation.driver import run_folders
 from gnt.filenames import ATTRIBUTION_DIR, RECORD
 from gnt.recipe import construct
 from gnt.results.folder import LAST, ResultsFolder
+from gnt.results.model_folder import ModelFolder
+from gnt.results.part import Payload, check_part
 from gnt.results.step import FolderStep
+
+log = logging.getLogger("gnt.attribution")
 
 
 @dataclass
@@ -39,31 +43,41 @@ class AttributionStepConfig:
 class AttributionTask:
     """Attribution plugged into the folder driver: each folder's model explained on its own (one adapter each)."""
 
-    record_name = None  # one record per cell, among the files
+    part = None  # one part per cell, each with its record among the files
 
     def __init__(self, config: AttributionConfig) -> None:
         self.config = config
 
     @staticmethod
-    def load(name: str, folder: Path) -> list[dict]:
+    def load(folder: ModelFolder) -> list[dict]:
         return []
 
     @staticmethod
     def run_batch(items: list[dict]) -> None:
         return None
 
-    def score(self, name: str, folder: Path, items: list[dict]) -> tuple[dict[str, Callable[[Path], Any]], None, dict]:
+    def score(self, folder: ModelFolder, items: list[dict], batch: None) -> tuple[dict[str, Payload], dict, dict]:
         from gnt.attribution.run import attribution_files
 
-        _, files, summary = attribution_files(dataclasses.replace(self.config, result_dir=str(folder)))
-        return {f"{ATTRIBUTION_DIR}/{path}": write for path, write in files.items()}, None, summary
+        _, files, summary = attribution_files(dataclasses.replace(self.config, result_dir=str(folder.path)))
+        return {f"{ATTRIBUTION_DIR}/{path}": write for path, write in files.items()}, {}, summary
 
 
 def attributed(config: AttributionConfig, model_dir: Path) -> bool:
+    """Whether each requested cell (any cell when none is named) has a whole part: its record and the files it
+    lists, with their recorded sizes and hashes (a damaged one is reported and attributed again)."""
     root = model_dir / ATTRIBUTION_DIR
     if config.cells:
-        return all((root / cell_dir_name(cell) / config.method / RECORD).is_file() for cell in config.cells)
-    return any(root.glob(f"*/{config.method}/{RECORD}"))
+        records = [root / cell_dir_name(cell) / config.method / RECORD for cell in config.cells]
+    else:
+        records = sorted(root.glob(f"*/{config.method}/{RECORD}"))
+    for record in records:
+        found = check_part(record.parent, RECORD)
+        if not found.ok:
+            if found.state != "absent":
+                log.warning("%s: attributed again", found.problem)
+            return False
+    return bool(records)
 
 
 class AttributionStep(FolderStep):
@@ -123,7 +137,7 @@ class AttributionStep(FolderStep):
 
     def run(self, config: AttributionStepConfig, folder: ResultsFolder) -> None:
         todo = [name for name in folder.select(config.models) if not attributed(config.attribution, folder.model_dir(name))]
-        run_folders(AttributionTask(config.attribution), [(name, folder.model_dir(name)) for name in todo])
+        run_folders(AttributionTask(config.attribution), folder, todo)
 
 
 STEP = AttributionStep()

@@ -8,7 +8,8 @@
     python eval/comet.py --help                                        # every key, its default and meaning
 
 Per model folder it writes ``xcomet.jsonl`` (per generation: score_matching, score_ref_g, error spans, failure)
-and ``xcomet_summary.json``, and fills the ``xcomet`` blocks of ``metrics.json`` when it exists. Scores are cached
+and, last, ``xcomet_summary.json`` (the ``xcomet`` metric per block, which a reader of the folder composes into its
+metrics; ``metrics.json`` itself is the grid's and is never rewritten here). Scores are cached
 in ``<results>/cache/xcomet.jsonl``: a rerun scores nothing twice; what is missing is scored in one pass of the
 comet environment for every folder. The comet environment (.venv-comet, transformers < 5) is built on first use
 unless ``xcomet_auto_install=false``. Extraction errors are scored 0.0 and counted (``n_failures``), never dropped.

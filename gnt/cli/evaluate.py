@@ -17,7 +17,8 @@ shard=merge. Exit status 2 on bad input, 3 when the evaluated rows leak into tra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from gnt.cli.command import Call, Command
@@ -47,6 +48,23 @@ def load_pipeline(argv: Sequence[str]) -> Any:
     """The pipeline of an ``eval/evaluate.py`` command line (None when it asked for ``--help``)."""
     call = COMMAND.call(argv)
     return None if call is None else pipeline_of(call)
+
+
+def _word(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return "null" if value is None else str(value)
+
+
+def load_eval_config(recipe: str | Path | None = None, overrides: Iterable[tuple[str, Any]] = (), **keys: Any) -> Any:
+    """The sweep's config of the command line ``eval/evaluate.py [RECIPE] key=value ...``, each of ``overrides``
+    and then ``keys`` one ``key=value`` word: resolved and checked by the command users run, so a test, a
+    benchmark or a script cannot resolve a recipe another way (a ``None`` key is left out)."""
+    argv = [] if recipe is None else [str(recipe)]
+    argv += [f"{key}={_word(value)}" for key, value in [*overrides, *keys.items()] if value is not None]
+    return load_pipeline(argv).config
 
 
 def _run(call: Call) -> None:

@@ -34,8 +34,6 @@ class CometConfig(BootstrapSettings):
     """Show comet's own progress bars (off: one line per chunk)."""
     models: list[str] = field(default_factory=list, metadata={"help": "model folders to score; default all"})
     tiny: bool = field(default=False, metadata={"help": "score with the offline tiny XCOMET (smoke test)"})
-    update_metrics: bool = field(default=True, metadata={
-        "help": "fill the xcomet blocks of each model's metrics.json with the scores"})
 
     def validate(self) -> CometConfig:
         if self.xcomet_batch_size < 1 or self.xcomet_chunk_size < 1:

@@ -27,9 +27,12 @@ class GenerationCache(JsonlCache[Generation]):
     """``key -> Generation`` backed by one JSONL file; safe to share between threads and between processes."""
 
     def decode(self, record: dict[str, Any]) -> Generation | None:
-        if "text" not in record:
+        """A cached generation; None (the line is ignored, counted and warned about) when its text is not a string
+        or its token count not an integer: a damaged line is generated again, never scored."""
+        text, n_tokens, finish = record.get("text"), record.get("n_tokens"), record.get("finish_reason")
+        if not isinstance(text, str) or not (n_tokens is None or type(n_tokens) is int):
             return None
-        return Generation(record["text"], None, record.get("n_tokens"), record.get("finish_reason"))
+        return Generation(text, None, n_tokens, finish if isinstance(finish, str) else None)
 
     def put_many(self, items: Sequence[tuple[str, Generation]], model_id: str | None = None) -> None:
         """Append the successful generations of one batch in a single write."""

@@ -3,13 +3,13 @@
 It uses the project's recipe language (:mod:`gnt.recipe`): unknown keys fail with the closest valid names and
 values are coerced by type. What to evaluate (``runs``, ``adapters``, ``model``) may be written in the recipe or
 given on the command line. An evaluation recipe file also holds the pipeline's keys (``steps`` and each step's
-settings): :func:`gnt.pipeline.load_eval_config` reads a whole file.
+settings); the command layer reads a whole file (``gnt.cli.evaluate``: ``load_pipeline``, ``load_eval_config``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,7 +32,7 @@ from gnt.settings import (
 if TYPE_CHECKING:
     from gnt.generation.base import GenerationBackend
 
-__all__ = ["SCHEMA", "BackendKind", "EvalConfig", "Shard", "eval_config", "make_backend", "parse_shard", "system_role_for"]
+__all__ = ["SCHEMA", "BackendKind", "EvalConfig", "Shard", "eval_config", "parse_shard", "system_role_for"]
 
 
 @dataclass
@@ -93,7 +93,7 @@ class EvalConfig(BackendSettings, DecodingSettings, BootstrapSettings, OutputSet
         """Cross-key checks a type cannot express; raises RecipeError with what to change."""
         if not self.langs or not self.configs or not self.shots:
             raise RecipeError("langs, configs and shots must each select at least one value")
-        self.system_role = system_role_value(self.system_role)
+        self.system_role = system_role_value(self.system_role)  # type: ignore[assignment]
         self.validate_backend()
         self.validate_decoding()
         self.validate_bootstrap()
@@ -151,21 +151,6 @@ def eval_config(values: Mapping[str, Any], **explicit: Any) -> EvalConfig:
             value = [*values[key], *value]
         values[key] = SCHEMA.coerce(key, value, "keyword")
     return EvalConfig(**values).validate()
-
-
-def make_backend(config: EvalConfig, base_model: str, adapter_paths: Sequence[str] = ()) -> GenerationBackend:
-    """A backend for ``base_model`` configured from an evaluation recipe (``adapter_paths`` size vLLM's LoRA slots):
-    the backend keys, and what the evaluation decides beyond them (the grid seed, the system turn, the cache
-    identity of an HTTP model)."""
-    from gnt.generation.factory import build_backend
-
-    model_id = None
-    if config.backend == "http":
-        from gnt.generation.identity import model_identity
-
-        model_id = f"{model_identity(base_model)}|http"
-    return build_backend(config, base_model, adapter_paths=adapter_paths, seed=config.grid_seed,
-                         system_role=config.system_role != "merge", model_id=model_id)
 
 
 def system_role_for(config: EvalConfig, backend: GenerationBackend) -> bool:

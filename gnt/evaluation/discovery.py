@@ -25,6 +25,7 @@ from gnt.filenames import RUN_RECORD
 from gnt.generation.base import Adapter
 from gnt.generation.identity import adapter_weights_hash, is_adapter_dir
 from gnt.recipe import RecipeError
+from gnt.results_schema import ModelDescription, ModelKind
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 
@@ -42,7 +43,7 @@ class ModelUnderTest:
     name: str
     base_model: str
     adapter: Adapter | None = None
-    kind: str = "base"  # base | checkpoint | adapter
+    kind: ModelKind = "base"
     run_dir: str | None = None
     global_step: int | None = None
     run_record: dict = field(default_factory=dict)
@@ -59,7 +60,7 @@ class ModelUnderTest:
             return "base"
         return str(self.run_record.get("stage") or (Path(self.run_dir).name if self.run_dir else "adapter"))
 
-    def describe(self) -> dict:
+    def describe(self) -> ModelDescription:
         return {
             "name": self.name,
             "kind": self.kind,
@@ -97,7 +98,7 @@ def _global_step(folder: Path, record: dict) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _adapter_model(folder: Path, name: str, kind: str, run_dir: Path | None) -> ModelUnderTest:
+def _adapter_model(folder: Path, name: str, kind: ModelKind, run_dir: Path | None) -> ModelUnderTest:
     record = read_run_record(folder)
     base = record.get("base_model")
     if not base:

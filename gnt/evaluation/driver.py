@@ -13,14 +13,14 @@ Each of those runs does the same things around its own prompts and scoring, and 
   wrong path costs a minute, not a full grid of recorded failures), and treat a model whose every request failed
   as a run error (:func:`raise_if_failed`), after every other model has been written.
 
-A run over an existing results folder (the judge) has no models to load: it plugs in through :class:`FolderTask`
-(the items of each model folder, one batch over all of them, each folder's files and record) and
-:func:`run_folders`.
+A run over an existing results folder (the judge, xCOMET, attribution) has no models to load: it plugs in through
+:class:`FolderTask` (the items of each model folder, one batch over all of them, each folder's part) and
+:func:`run_folders`, which hands each part to the folder's one writer (:class:`gnt.results.model_folder.ModelFolder`).
 
 A generation task plugs in through :class:`GenerationTask`: the chunks of work items for a model, the request of
 an item, the record made from an item and its generation, and how to write the model's folder from the outcome.
-Writing a folder is the task's, with one rule for all of them (:func:`write_folder`): the record is written last,
-so a folder with a record is complete. What stays with each task: which items it evaluates and so which source
+Writing a folder is the task's, with one rule for all of them (:func:`gnt.results.part.write_part`): the record is
+written last and vouches for the size and hash of every file, so a folder whose record checks out is complete. What stays with each task: which items it evaluates and so which source
 keys the leakage guard (:func:`gnt.evaluation.leakage.guard_leakage`) checks, its metrics, and its results-folder
 summary. Sharding a run over workers (:mod:`gnt.evaluation.shard`) needs only the task's chunks and requests.
 """
@@ -41,7 +41,10 @@ from gnt.evaluation.config import EvalConfig, system_role_for
 from gnt.evaluation.discovery import ModelUnderTest, discover_models
 from gnt.filenames import RECORD
 from gnt.generation.base import Generation, GenerationBackend, GenerationRequest
-from gnt.io import write_json
+from gnt.results.folder import ResultsFolder
+from gnt.results.model_folder import ModelFolder
+from gnt.results.part import Payload, write_part
+from gnt.results_schema import SummaryEntry
 
 log = logging.getLogger("gnt.evaluation")
 
@@ -61,10 +64,13 @@ class GenerationFailure(RuntimeError):
 
 
 def default_backend_factory(config: EvalConfig, base_model: str, adapter_paths: Sequence[str]) -> GenerationBackend:
-    """The recipe's backend for one base model with all adapters of its group (imported late: vLLM is heavy)."""
-    from gnt.evaluation.config import make_backend
+    """The recipe's backend for one base model with all adapters of its group, through the one builder
+    (:func:`gnt.generation.factory.build_backend`), with what the evaluation decides beyond the backend keys: the
+    grid seed and whether prompts keep a system turn."""
+    from gnt.generation.factory import build_backend
 
-    return make_backend(config, base_model, adapter_paths)
+    return build_backend(config, base_model, adapter_paths=adapter_paths, seed=config.grid_seed,
+                         system_role=config.system_role != "merge")
 
 
 def discover(config: EvalConfig) -> list[ModelUnderTest]:
@@ -155,8 +161,10 @@ class Outcome:
 class GenerationTask(Protocol[Item]):
     """What a run plugs into the driver: its items, their requests, their records, and the model folder."""
 
-    label: str
-    """Names the task in logs and progress bars (``grid``, ``templated``, ``wmt24``)."""
+    @property
+    def label(self) -> str:
+        """Names the task in logs and progress bars (``grid``, ``templated``, ``wmt24``)."""
+        ...
 
     def chunks(self, model: ModelUnderTest, system_role: bool) -> Iterator[list[Item]]:
         """The model's work items in the fixed chunks one backend call receives (the same on every run)."""
@@ -178,7 +186,7 @@ class GenerationTask(Protocol[Item]):
         """The record of one item and its generation."""
         ...
 
-    def write(self, outcome: Outcome, backend: CachedBackend, system_role: bool) -> dict:
+    def write(self, outcome: Outcome, backend: CachedBackend, system_role: bool) -> SummaryEntry:
         """Score the outcome and write the model folder (record last); return the model's summary entry."""
         ...
 
@@ -247,15 +255,15 @@ def run_models(
     models: Sequence[ModelUnderTest],
     factory: BackendFactory,
     cache: GenerationCache,
-) -> list[dict]:
+) -> list[SummaryEntry]:
     """Generate and write every model with ``task``; return the summary entries in discovery order."""
 
-    def visit(model: ModelUnderTest, backend: CachedBackend, system_role: bool) -> dict:
+    def visit(model: ModelUnderTest, backend: CachedBackend, system_role: bool) -> SummaryEntry:
         outcome = generate_model(task, model, backend, system_role, progress=config.progress)
         entry = task.write(outcome, backend, system_role)
         entry.setdefault("status", "failed" if outcome.failed else "ok")
         if outcome.failed:
-            entry.setdefault("error", outcome.error)
+            entry.setdefault("error", str(outcome.error))
         return entry
 
     return for_each_model(config, models, factory, cache, visit)
@@ -272,50 +280,50 @@ def raise_if_failed(entries: Sequence[Mapping[str, Any]]) -> None:
         )
 
 
-def write_folder(folder: Path, files: Mapping[str, Callable[[Path], Any]], record: Mapping[str, Any] | None = None,
+def write_folder(folder: Path, files: Mapping[str, Payload], record: Mapping[str, Any] | None = None,
                  *, remove: Iterable[str] = (), record_name: str | None = RECORD) -> None:
-    """Write a model folder: each ``files`` writer in order (atomic), drop stale ``remove`` files, then the record.
-
-    The record goes last because readers (the report, the judge, a resumed run) take a folder with a record as
-    complete; a run killed half-way leaves a folder without one. A step whose records are per part of the folder
-    (attribution: one per cell) puts each among its ``files``, after that part's other files, and gives no record.
-    """
-    for name, write in files.items():
-        path = folder / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write(path)
-    for name in remove:
-        (folder / name).unlink(missing_ok=True)
-    if record is not None and record_name is not None:
-        write_json(folder / record_name, dict(record))
+    """Write a generation task's part of a model folder (the templated suite's ``templated/``): its files, then its
+    record with their sizes and hashes (:func:`gnt.results.part.write_part`, the one writer of a part)."""
+    write_part(folder, files, record, record_name=record_name, remove=remove)
 
 
-class FolderTask(Protocol):
+Batch = TypeVar("Batch")
+
+
+class FolderTask(Protocol[Batch]):
     """A step over the model folders of a results folder: its items, one batch over all of them, each folder."""
 
-    record_name: str | None
-    """The step's own record in each folder, written after its other files (None: the files hold the records)."""
+    @property
+    def part(self) -> str | None:
+        """The model folder's part the step writes (:data:`gnt.results.model_folder.PARTS`); None: parts in
+        sub-folders, each file list carrying its own records (:class:`gnt.results.part.Record`)."""
+        ...
 
-    def load(self, name: str, folder: Path) -> list[dict]:
+    def load(self, folder: ModelFolder) -> list[dict]:
         """The folder's items (its generation records)."""
         ...
 
-    def run_batch(self, items: list[dict]) -> None:
+    def run_batch(self, items: list[dict]) -> Batch:
         """Work on every folder's items at once: identical items of two folders then cost one call."""
         ...
 
-    def score(self, name: str, folder: Path, items: list[dict]) -> tuple[dict[str, Callable[[Path], Any]], dict, dict]:
-        """The folder's files (name → writer), its record and its summary entry."""
+    def score(self, folder: ModelFolder, items: list[dict], batch: Batch) -> tuple[dict[str, Payload], dict, dict]:
+        """The folder's files (name → payload), its record and its summary entry."""
         ...
 
 
-def run_folders(task: FolderTask, folders: Sequence[tuple[str, Path]]) -> dict[str, dict]:
-    """Run ``task`` over ``(name, folder)`` pairs; each folder written with its record last; summaries by name."""
-    loaded = {name: task.load(name, folder) for name, folder in folders}
-    task.run_batch([item for items in loaded.values() for item in items])
+def run_folders(task: FolderTask[Any], folder: ResultsFolder, names: Sequence[str]) -> dict[str, dict]:
+    """Run ``task`` over the model folders ``names``; each folder's part written with its record last; returns
+    the summaries by name."""
+    models = [folder.model(name) for name in names]
+    loaded: dict[str, list[dict[str, Any]]] = {model.name: task.load(model) for model in models}
+    batch = task.run_batch([item for items in loaded.values() for item in items])
     summaries: dict[str, dict] = {}
-    for name, folder in folders:
-        files, record, summary = task.score(name, folder, loaded[name])
-        write_folder(folder, files, record, record_name=task.record_name)
-        summaries[name] = summary
+    for model in models:
+        files, record, summary = task.score(model, loaded[model.name], batch)
+        if task.part is None:
+            write_part(model.path, files, record_name=None)
+        else:
+            model.write(task.part, files, record)
+        summaries[model.name] = summary
     return summaries

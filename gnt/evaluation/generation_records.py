@@ -27,6 +27,7 @@ def generation_record(
     entry: Entry, cell: Cell, prompt: GridPrompt, key: str, generation: Generation, model: str
 ) -> GenerationRecord:
     """The record of one generation; extraction never raises (errors are codes, counted by the metrics)."""
+    error: str | None
     if generation.error is not None:
         label, translation, error = None, None, GENERATION_FAILED
     else:
@@ -56,7 +57,7 @@ def generation_record(
         "label_correct": error is None and label == entry.label,
         "ref_g": entry.ref_g,
         "ref_n": list(entry.ref_n),
-        "chrf": None,
+        "chrf": 0.0,
     }
-    record["chrf"] = round(record_chrf(record), 4)
+    record["chrf"] = round(record_chrf(record), 4)  # from the record's own translation and references
     return record

@@ -83,7 +83,11 @@ class ScoreCache(JsonlCache[CompletionScore]):
     """``key -> CompletionScore`` in one append-only JSONL (failed scores are not stored: a rerun retries them)."""
 
     def decode(self, record: dict[str, Any]) -> CompletionScore | None:
-        return CompletionScore(float(record["logprob"]), int(record["n_tokens"]))
+        """A cached score; None (ignored and warned about, scored again) for a line whose numbers are not numbers."""
+        logprob, n_tokens = record.get("logprob"), record.get("n_tokens")
+        if isinstance(logprob, bool) or not isinstance(logprob, (int, float)) or type(n_tokens) is not int:
+            return None
+        return CompletionScore(float(logprob), n_tokens)
 
     def put_many(self, items: Sequence[tuple[str, CompletionScore]]) -> None:
         self.append(
@@ -130,8 +134,8 @@ def preference_records(
         chosen, rejected = scores[2 * number], scores[2 * number + 1]
         record = {key: pair.get(key) for key in ("id", "lang", "set", "origin", "kind", "cell", "source_key")}
         error = (chosen.error if chosen else "not scored") or (rejected.error if rejected else "not scored")
-        if error:
-            record.update(error=error, won=None)
+        if error or chosen is None or rejected is None:
+            record.update(error=error or "not scored", won=None)
         else:
             record.update(
                 chosen=round(chosen.mean, 6), rejected=round(rejected.mean, 6),

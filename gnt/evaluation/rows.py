@@ -60,7 +60,7 @@ def load_rows(config: EvalConfig, models: list[ModelUnderTest], grid: PromptGrid
         from gnt.data.mgente import load_mgente
 
         excluded = grid.demonstration_keys() | set(judge_exemplar_sources(JUDGE_DIR / "exemplars", config.langs))
-        loaded = load_mgente(config.mgente, tuple(config.langs))
+        loaded = load_mgente(config.mgente, tuple(config.langs))  # type: ignore[arg-type]
         entries = [e for e in loaded if e.source_key not in excluded]
         info = {"source": str(config.mgente), "excluded_demos_and_exemplars": len(loaded) - len(entries)}
     else:

@@ -1,17 +1,21 @@
-"""The grid sweep as a step of the pipeline: its files are complete when every model folder holds its
-``record.json`` (written last) with status ok and the same recipe (the keys that name which models are evaluated
-aside), beside the results folder's ``summary.json``."""
+"""The grid sweep as a step of the pipeline: its files are complete when every model folder's grid part is whole
+(its ``record.json``, written last, of the current format, and every file it lists with the recorded size and
+hash) with status ok and the same recipe (the keys that name which models are evaluated aside), beside the results
+folder's ``summary.json``. A damaged part is reported and its model evaluated again (from the cache)."""
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from gnt.evaluation.config import EvalConfig
-from gnt.filenames import METRICS, RECORD, SUMMARY
-from gnt.io import read_json_or_none
+from gnt.filenames import RECORD, SUMMARY
 from gnt.results.folder import ResultsFolder
+from gnt.results.model_folder import GRID
 from gnt.results.step import FolderStep
+
+log = logging.getLogger("gnt.evaluation")
 
 NOT_THE_RECIPE = ("runs", "adapters", "include_base", "out_dir", "progress", "recipe", "shard")
 """EvalConfig keys that say which models a command evaluates, not how: a model's record stays valid across them."""
@@ -36,8 +40,13 @@ class GridStep(FolderStep):
             return None
         wanted = recipe_of_record(config.to_json())
         for name in folder.models:
-            record = read_json_or_none(folder.model_dir(name) / RECORD)
-            if not record or record.get("status") != "ok" or recipe_of_record(record.get("eval_recipe", {})) != wanted:
+            found = folder.model(name).check(GRID)
+            if not found.ok:
+                if found.state != "absent":
+                    log.warning("%s: %s: evaluated again", name, found.problem)
+                return None
+            record = found.record
+            if record.get("status") != "ok" or recipe_of_record(record.get("eval_recipe", {})) != wanted:
                 return None
         return f"{len(folder.models)} model folder(s) with their {RECORD}"
 
@@ -51,7 +60,8 @@ class GridStep(FolderStep):
         if config.progress:
             from gnt.evaluation.table import print_metrics_table
 
-            print_metrics_table([(name, read_json_or_none(folder.model_dir(name) / METRICS)) for name in folder.models])
+            composed = [(name, folder.model(name).metrics()[0]) for name in folder.models]
+            print_metrics_table([(name, metrics) for name, metrics in composed if metrics is not None])
 
 
 STEP = GridStep()

@@ -2,7 +2,8 @@
 
 Flow: discover models (base + ``checkpoint-*`` of the runs + explicit adapters) → load the rows → leakage guard
 (refuse before generating anything) → per base model, one backend; per model, per cell, requests sorted by prompt
-length and cut into fixed chunks → generation cache in front of the backend → records, metrics, run record.
+length and cut into fixed chunks → generation cache in front of the backend → the grid's part of each model folder
+(generations, metrics, record) through its one writer (:class:`gnt.results.model_folder.ModelFolder`).
 Everything but the grid's own requests, records and model folder is :mod:`gnt.evaluation.driver`'s, which the
 templated and WMT24 suites share; :class:`GridTask` is the grid plugged into it.
 
@@ -20,18 +21,20 @@ chunk and one cell of prompts are held in memory at a time (a full-grid model is
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import socket
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import asdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from gnt.bootstrap import BootstrapSettings
 from gnt.data.entry import Entry
 from gnt.evaluation.cache import CachedBackend, GenerationCache
+from gnt.evaluation.catalog import headline
 from gnt.evaluation.config import MERGE, EvalConfig, Shard, parse_shard
 from gnt.evaluation.discovery import ModelUnderTest
 from gnt.evaluation.driver import (
@@ -44,11 +47,10 @@ from gnt.evaluation.driver import (
     for_each_model,
     raise_if_failed,
     run_models,
-    write_folder,
 )
 from gnt.evaluation.generation_records import RECORD_FORMAT, generation_record
 from gnt.evaluation.leakage import LeakageStatus, guard_leakage
-from gnt.evaluation.metrics import compute_metrics
+from gnt.evaluation.metrics import grid_metrics
 from gnt.evaluation.preference import (
     PREFERENCE,
     SCORE_CACHE,
@@ -57,7 +59,7 @@ from gnt.evaluation.preference import (
     preference_metrics,
     preference_records,
 )
-from gnt.evaluation.results import cache_path, headline, model_dir, update_summary
+from gnt.evaluation.results import cache_path, update_summary
 from gnt.evaluation.rows import load_rows
 from gnt.evaluation.shard import (
     SHARD_FORMAT,
@@ -72,11 +74,13 @@ from gnt.evaluation.shard import (
 )
 from gnt.filenames import GENERATIONS, MANIFEST, METRICS, RECORD
 from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationRequest
-from gnt.io import hash_json, read_json, write_json, write_jsonl
+from gnt.io import hash_json, read_json, write_json
 from gnt.output_format import output_regex
 from gnt.prompts.grid import Cell, GridPrompt, PromptGrid
 from gnt.records import environment_record
-from gnt.results_schema import EVAL_RECORD_FORMAT
+from gnt.results.model_folder import GRID, DamagedResults, ModelFolder
+from gnt.results.part import Payload
+from gnt.results_schema import EVAL_RECORD_FORMAT, EvalRecord, GridMetrics, PreferenceBlock, SummaryEntry
 
 log = logging.getLogger("gnt.evaluation")
 
@@ -85,36 +89,50 @@ WorkItem = tuple[tuple[int, int], Entry, Cell, GridPrompt, GenerationRequest]
 __all__ = ["MAX_FAILED_CHUNKS", "BackendFactory", "GenerationFailure", "run_sweep"]
 
 
+@dataclass(frozen=True)
+class GridPass:
+    """What one pass of the sweep adds to every model's record: the environment, and the shards' counts when the
+    pass merges a sharded sweep."""
+
+    environment: dict[str, Any]
+    sharded: dict[str, dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
 class GridTask:
     """The grid plugged into the driver: renders one model's requests cell by cell and writes its folder.
 
-    Records are made in (cell, row) order; metrics are computed when the model is written.
+    Records are made in (cell, row) order; metrics are computed when the model is written. Immutable: what one
+    pass adds (:class:`GridPass`) is given to it with :meth:`for_pass`, never set on it.
     """
 
-    label = "grid"
+    config: EvalConfig
+    grid: PromptGrid
+    entries: tuple[Entry, ...]
+    cells: tuple[Cell, ...]
+    statuses: Mapping[str, LeakageStatus]
+    rows_info: Mapping[str, Any]
+    pairs: tuple[dict[str, Any], ...] = ()  # held-out preference pairs (``preference: true``)
+    score_cache: ScoreCache | None = None
+    run: GridPass | None = None
+    label: ClassVar[str] = "grid"
 
-    def __init__(self, config: EvalConfig, grid: PromptGrid, entries: list[Entry], cells: list[Cell]) -> None:
-        self.config = config
-        self.grid = grid
-        self.entries = entries
-        self.cells = cells
-        self.params = DecodingParams(max_new_tokens=config.max_new_tokens)
-        self.pairs: list[dict] = []  # held-out preference pairs (``preference: true``)
-        self.score_cache: ScoreCache | None = None
-        # set by the sweep before each pass: what every model record shares
-        self.statuses: dict[str, LeakageStatus] = {}
-        self.rows_info: dict = {}
-        self.environment: dict = {}
-        self.sharded: dict[str, dict] | None = None
-        self.table: list[tuple[str, dict]] = []
+    @property
+    def params(self) -> DecodingParams:
+        return DecodingParams(max_new_tokens=self.config.max_new_tokens)
 
-    def requests_for(self, model: ModelUnderTest, cell: Cell, system_role: bool):
+    def for_pass(self, run: GridPass) -> GridTask:
+        return replace(self, run=run)
+
+    def requests_for(self, model: ModelUnderTest, cell: Cell, system_role: bool
+                     ) -> Iterator[tuple[Entry, GridPrompt, GenerationRequest]]:
         constraint = Constraint("regex", output_regex(cell.lang)) if self.config.constrained else None
+        params = self.params
         for entry in self.entries:
             if entry.lang != cell.lang:
                 continue
             prompt = self.grid.render(entry.source, cell, system_role)
-            yield entry, prompt, GenerationRequest.from_messages(prompt.messages, model.adapter, constraint, self.params)
+            yield entry, prompt, GenerationRequest.from_messages(prompt.messages, model.adapter, constraint, params)
 
     def size(self) -> int:
         return self.total
@@ -130,17 +148,7 @@ class GridTask:
     @staticmethod
     def record(model: ModelUnderTest, item: WorkItem, generation: Generation, model_id: str) -> dict:
         _, entry, cell, prompt, request = item
-        return generation_record(entry, cell, prompt, request.key(model_id), generation, model.name)
-
-    def write(self, outcome: Outcome, backend: CachedBackend, system_role: bool) -> dict:
-        sharded = self.sharded.get(outcome.model.name) if self.sharded is not None else None
-        metrics, entry = _write_model(
-            self.config, outcome, backend, self, system_role, self.statuses[outcome.model.name], self.rows_info,
-            self.environment, sharded=sharded,
-        )
-        if metrics is not None:
-            self.table.append((outcome.model.name, metrics))
-        return entry
+        return dict(generation_record(entry, cell, prompt, request.key(model_id), generation, model.name))
 
     @property
     def total(self) -> int:
@@ -162,6 +170,91 @@ class GridTask:
                 del pending[: self.config.chunk_size]
         if pending:
             yield pending
+
+    def write(self, outcome: Outcome, backend: CachedBackend, system_role: bool) -> SummaryEntry:
+        """Score one model and write the grid's part of its folder; metrics are None when every generation failed
+        (a run error: all-zero metrics would look like a result, so only the record)."""
+        model, config = outcome.model, self.config
+        leakage = self.statuses[model.name]
+        folder = ModelFolder(Path(config.out_dir), model.name)
+        files: dict[str, Payload] = {}
+        keep: list[str] = []
+        metrics: GridMetrics | None = None
+        if not outcome.failed:
+            metrics = _kept_metrics(folder, outcome.records, config, leakage)
+            if metrics is None:
+                metrics = grid_metrics(outcome.records, model=model.name, global_step=model.global_step,
+                                       leakage=leakage.to_json(), bootstrap=BootstrapSettings.of(config))
+                files[GENERATIONS] = outcome.records
+                files[METRICS] = metrics
+            else:
+                log.info("%s: generations unchanged; metrics kept", model.name)
+                keep += [GENERATIONS, METRICS]
+            preference = _preference(config, model, backend, self) if self.pairs else None
+            if preference is not None:
+                records, block = preference
+                files[PREFERENCE] = records
+                if metrics.get("preference_accuracy") != block:
+                    metrics["preference_accuracy"] = block
+                    files[METRICS] = metrics
+        folder.write(GRID, files, self._model_record(outcome, backend, system_role, leakage), keep=keep,
+                     remove=(GENERATIONS, METRICS, PREFERENCE) if outcome.failed else ())
+        status = {"status": "failed", "error": outcome.error} if outcome.failed else {"status": "ok"}
+        return {
+            "name": model.name,
+            "kind": model.kind,
+            "base_model": model.base_model,
+            "global_step": model.global_step,
+            "adapter_weights_hash": model.adapter.weights_hash if model.adapter else None,
+            "leakage": leakage.status,
+            "generations": f"{model.name}/{GENERATIONS}",
+            "metrics": f"{model.name}/{METRICS}",
+            "record": f"{model.name}/{RECORD}",
+            "counts": outcome.counts.to_json(),
+            **status,  # type: ignore[typeddict-item]
+            "headline": None if metrics is None else headline(metrics),
+        }
+
+    def _model_record(self, outcome: Outcome, backend: CachedBackend, system_role: bool,
+                      leakage: LeakageStatus) -> EvalRecord:
+        """record.json: everything the model's results depend on (the grid's part record)."""
+        model, config, grid, cells = outcome.model, self.config, self.grid, self.cells
+        run = self.run or GridPass(environment_record())
+        record: EvalRecord = {
+            "format": EVAL_RECORD_FORMAT,
+            "status": "failed" if outcome.failed else "ok",
+            "step": "grid",
+            "kind": model.kind,
+            "stage": model.stage,
+            "generation_format": RECORD_FORMAT,
+            "model": model.describe(),
+            "model_id": backend.model_id,
+            "global_step": model.global_step,
+            "backend": backend.describe(),
+            "decoding": asdict(self.params),
+            "constraint": {c.lang: output_regex(c.lang) for c in cells} if config.constrained else None,
+            "system_role": system_role,
+            "grid": {
+                "cells": [c.name for c in cells],
+                "seed": config.grid_seed,
+                "prompts_dir": config.prompts_dir,
+                "prompt_texts_hash": {lang: grid.texts[lang].content_hash for lang in grid.langs},
+            },
+            "shot_orders": grid.shot_orders(list(cells)),
+            "rows": dict(self.rows_info),
+            "leakage": leakage.to_json(),
+            "run_record": _run_record_summary(model),
+            "eval_recipe": config.to_json(),
+            "counts": outcome.counts.to_json(),
+            "seconds": round(outcome.seconds, 3),
+            "environment": run.environment,
+        }
+        if outcome.failed:
+            record["error"] = str(outcome.error)
+        sharded = run.sharded.get(model.name) if run.sharded is not None else None
+        if sharded is not None:
+            record["sharded"] = sharded  # counts of generation happened in the shards; this merge read the cache
+        return record
 
 
 def _run_record_summary(model: ModelUnderTest) -> dict:
@@ -219,10 +312,8 @@ class _Sweep:
             "sweep: %d model(s) × %d cell(s) × %d row(s) → %s", len(self.models), len(self.cells), len(self.entries),
             self.out,
         )
-        self.task = GridTask(config, self.grid, self.entries, self.cells)
-        self.task.pairs = _preference_pairs(config, self.rows_info)
-        self.task.score_cache = ScoreCache(self.out / SCORE_CACHE)
-        self.task.statuses, self.task.rows_info = self.statuses, self.rows_info
+        self.task = GridTask(config, self.grid, tuple(self.entries), tuple(self.cells), self.statuses, self.rows_info,
+                             tuple(_preference_pairs(config, self.rows_info)), ScoreCache(self.out / SCORE_CACHE))
         self.cache = GenerationCache(cache_path(self.out))
 
     def each_model(self, visit: Callable[[ModelUnderTest, CachedBackend, bool], T]) -> list[T]:
@@ -297,15 +388,15 @@ class _Sweep:
 
     def evaluate(self, *, merged: bool = False) -> None:
         """The whole sweep (generating what the cache lacks), writing model folders and the summary."""
-        self.task.environment = environment_record()  # once per sweep: package metadata and a git call are not free
-        self.task.sharded = _shard_counts(shard_records(self.out, self.work)) if merged else None
-        self.task.table = []
-        summary_entries = run_models(self.task, self.config, self.models, self.factory, self.cache)
+        run = GridPass(environment_record(),  # once per pass: package metadata and a git call are not free
+                       _shard_counts(shard_records(self.out, self.work)) if merged else None)
+        summary_entries = run_models(self.task.for_pass(run), self.config, self.models, self.factory, self.cache)
         update_summary(self.out, summary_entries)
-        if self.config.progress and self.task.table:
+        if self.config.progress:
             from gnt.evaluation.table import print_metrics_table
 
-            print_metrics_table(self.task.table)
+            composed = [(e["name"], ModelFolder(self.out, e["name"]).metrics()[0]) for e in summary_entries]
+            print_metrics_table([(name, metrics) for name, metrics in composed if metrics is not None])
         raise_if_failed(summary_entries)
 
 
@@ -347,122 +438,51 @@ def _preference_pairs(config: EvalConfig, rows_info: dict) -> list[dict]:
     return pairs
 
 
-def _preference(config: EvalConfig, model: ModelUnderTest, backend: CachedBackend, evaluation, folder: Path) -> dict | None:
-    """Score the held-out pairs under this model (cached) and return the ``preference_accuracy`` block."""
+def _preference(config: EvalConfig, model: ModelUnderTest, backend: CachedBackend, task: GridTask
+                ) -> tuple[list[dict], PreferenceBlock] | None:
+    """Score the held-out pairs under this model (cached): the rows of ``preference.jsonl`` and the
+    ``preference_accuracy`` block."""
     from gnt.generation.scoring import ScoringUnsupported
 
+    assert task.score_cache is not None
     try:
         records, counts = preference_records(
-            evaluation.pairs, model.adapter, backend, evaluation.score_cache, batch_size=config.batch_size
+            list(task.pairs), model.adapter, backend, task.score_cache, batch_size=config.batch_size
         )
     except ScoringUnsupported as exc:
         log.warning("preference: %s", exc)
         return None
     log.info("%s: preference pairs %d (%d sides scored, %d from cache, %d errors)", model.name,
              counts["pairs"], counts["scored"], counts["from_cache"], counts["errors"])
-    write_jsonl(folder / PREFERENCE, records)
     block = preference_metrics(records, BootstrapSettings.of(config))
     block["split"] = config.split
-    return block
+    return records, block  # type: ignore[return-value]
 
 
-def _kept_metrics(folder: Path, records: list[dict], config: EvalConfig, leakage: LeakageStatus) -> dict | None:
-    """The stored metrics of a model whose generations, bootstrap settings and leakage status are unchanged.
+def _jsonl_bytes(records: Sequence[Mapping[str, Any]]) -> bytes:
+    """The bytes ``generations.jsonl`` holds for ``records`` (as :func:`gnt.io.write_jsonl` writes them)."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
 
-    A cached rerun then neither repeats the bootstrap nor overwrites what later steps filled into metrics.json
-    (GNT accuracy and coherence from the judge, xCOMET scores); any difference recomputes from scratch.
-    """
-    try:
-        stored = (folder / GENERATIONS).read_text(encoding="utf-8")
-        metrics = read_json(folder / METRICS)
-        recipe = read_json(folder / RECORD)["eval_recipe"]
-    except (OSError, ValueError, KeyError, TypeError):
+
+def _kept_metrics(folder: ModelFolder, records: Sequence[Mapping[str, Any]], config: EvalConfig,
+                  leakage: LeakageStatus) -> GridMetrics | None:
+    """The stored metrics of a model whose grid part is whole and whose generations, bootstrap settings and
+    leakage status are unchanged: a cached rerun then does not repeat the bootstrap. Anything else (a damaged
+    file, other generations, an older format) recomputes from scratch."""
+    found = folder.check(GRID)
+    if not found.ok or found.record.get("status") != "ok":
+        if found.state not in ("ok", "absent"):
+            log.warning("%s: %s: its generations and metrics are written again", folder.name, found.problem)
         return None
-    fresh = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    if stored != fresh or BootstrapSettings.of(recipe) != BootstrapSettings.of(config):
+    recorded = found.record["files"].get(GENERATIONS, {}).get("sha256")
+    if recorded != hashlib.sha256(_jsonl_bytes(records)).hexdigest():
+        return None
+    try:
+        metrics = folder.grid_metrics()
+    except (DamagedResults, OSError, ValueError):
+        return None
+    if BootstrapSettings.of(found.record.get("eval_recipe", {})) != BootstrapSettings.of(config):
         return None
     if metrics.get("leakage") != json.loads(json.dumps(leakage.to_json())):
         return None
     return metrics
-
-
-def _write_model(
-    config: EvalConfig,
-    outcome: Outcome,
-    backend: CachedBackend,
-    task: GridTask,
-    system_role: bool,
-    leakage: LeakageStatus,
-    rows_info: dict,
-    environment: dict,
-    *,
-    sharded: dict | None = None,
-) -> tuple[dict | None, dict]:
-    """Score and record one model; metrics are None when every generation failed (a run error)."""
-    model, records, grid, cells = outcome.model, outcome.records, task.grid, task.cells
-    counts = outcome.counts.to_json()
-    folder = model_dir(config.out_dir, model.name)
-    files: dict[str, Callable[[Path], object]] = {}
-    metrics = None  # every generation failed: all-zero metrics would look like a result, so only the record
-    if not outcome.failed:
-        metrics = _kept_metrics(folder, records, config, leakage)
-        if metrics is None:
-            metrics = compute_metrics(records, bootstrap=BootstrapSettings.of(config))
-            metrics.update(model=model.name, global_step=model.global_step, leakage=leakage.to_json())
-            files[GENERATIONS] = lambda path: write_jsonl(path, records)
-            files[METRICS] = lambda path: write_json(path, metrics)
-        else:
-            log.info("%s: generations unchanged; metrics kept (with any judge/xCOMET results filled in)", model.name)
-        if task.pairs:
-            block = _preference(config, model, backend, task, folder)
-            if block is not None and metrics.get("preference_accuracy") != block:
-                metrics["preference_accuracy"] = block
-                files[METRICS] = lambda path: write_json(path, metrics)
-    status = {"status": "failed", "error": outcome.error} if outcome.failed else {"status": "ok"}
-    record = {
-        "format": EVAL_RECORD_FORMAT,
-        **status,
-        "step": "grid",
-        "kind": model.kind,
-        "stage": model.stage,
-        "generation_format": RECORD_FORMAT,
-        "model": model.describe(),
-        "model_id": backend.model_id,
-        "global_step": model.global_step,
-        "backend": backend.describe(),
-        "decoding": asdict(task.params),
-        "constraint": {c.lang: output_regex(c.lang) for c in cells} if config.constrained else None,
-        "system_role": system_role,
-        "grid": {
-            "cells": [c.name for c in cells],
-            "seed": config.grid_seed,
-            "prompts_dir": config.prompts_dir,
-            "prompt_texts_hash": {lang: grid.texts[lang].content_hash for lang in grid.langs},
-        },
-        "shot_orders": grid.shot_orders(cells),
-        "rows": rows_info,
-        "leakage": leakage.to_json(),
-        "run_record": _run_record_summary(model),
-        "eval_recipe": config.to_json(),
-        "counts": counts,
-        "seconds": round(outcome.seconds, 3),
-        "environment": environment,
-    }
-    if sharded is not None:
-        record["sharded"] = sharded  # counts of generation happened in the shards; this merge read the cache
-    write_folder(folder, files, record, remove=(GENERATIONS, METRICS) if outcome.failed else ())
-    entry = {
-        "name": model.name,
-        "kind": model.kind,
-        "base_model": model.base_model,
-        "global_step": model.global_step,
-        "adapter_weights_hash": model.adapter.weights_hash if model.adapter else None,
-        "leakage": leakage.status,
-        "generations": f"{model.name}/{GENERATIONS}",
-        "metrics": f"{model.name}/{METRICS}",
-        "record": f"{model.name}/{RECORD}",
-        "counts": counts,
-        **status,
-        "headline": None if metrics is None else headline(metrics),
-    }
-    return metrics, entry

@@ -4,9 +4,11 @@ The recipe's ``backend`` key picks transformers (CPU/small GPU), vllm (GPU, LoRA
 OpenAI-compatible server); the other keys of :class:`~gnt.settings.BackendSettings` are passed to that backend
 only. Imports are lazy: choosing the transformers backend never imports vLLM, and vice versa.
 
-:func:`build_backend` serves every recipe kind (evaluation, templated suite, judge), so a backend key means the
-same thing in each; each recipe kind adds what it decides beyond the backend keys
-(:func:`gnt.evaluation.config.make_backend`, :func:`gnt.judge.config.make_backend`).
+:func:`build_backend` is the one way in for every user (the sweep and its preference scoring, the templated and
+WMT24 suites, the judge, a learned judge: a base model plus its LoRA adapter in ``adapter_paths``, sent with each
+request), so a backend key means the same thing in each, and so does a cache identity: an HTTP model is keyed by
+the identity of the model it serves (:func:`gnt.generation.identity.model_identity`) for every user alike. A user
+passes only what it decides beyond the backend keys (its seed, whether prompts keep a system turn).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ def build_backend(
     adapter_paths: Sequence[str] = (),
     seed: int = 0,
     system_role: bool = True,
-    model_id: str | None = None,
     merged_adapter: str | None = None,
 ) -> GenerationBackend:
     """The backend ``settings.backend`` for ``model``; each backend takes only its own keys.
@@ -35,10 +36,16 @@ def build_backend(
     ``dtype="auto"`` means bfloat16 on vLLM; http serves ``served_model`` (else ``model``) from ``base_url``.
     ``enable_prefix_caching`` is vLLM's prefix caching and the transformers backend's shared-prefix reuse alike.
     ``system_role`` tells the HTTP backend whether the server's template takes a system turn (local backends read
-    their own template). ``merged_adapter`` (transformers) is one adapter merged into the base weights at load, for
+    their own template). ``adapter_paths`` size vLLM's LoRA slots (the transformers backend loads an adapter when
+    a request names it). ``merged_adapter`` (transformers) is one adapter merged into the base weights at load, for
     a backend that serves nothing else (a trained judge).
     """
     s = settings
+    model_id = None
+    if s.backend == "http":
+        from gnt.generation.identity import model_identity
+
+        model_id = f"{model_identity(model)}|http"
     if s.backend == "transformers":
         from gnt.generation.transformers_backend import TransformersBackend
 

@@ -6,6 +6,7 @@
 - :mod:`gnt.judge.lexical`: the offline lexical proxy judge;
 - :mod:`gnt.judge.agreement`: accuracy, macro-F1, confusion matrix and Cohen's κ;
 - :mod:`gnt.judge.validation`: accuracy on mGeNTE references and figures against a gold TSV;
-- :mod:`gnt.judge.apply`: judge an evaluation results folder and refill its metrics;
+- :mod:`gnt.judge.apply`: judge an evaluation results folder (its judgments and the judge's metrics, the judge's
+  part of each model folder);
 - :mod:`gnt.judge.config`: the judge recipe and backend construction (``eval/judge.py``).
 """

@@ -1,4 +1,4 @@
-"""Judge an evaluation results folder and refill its metrics with GNT accuracy and coherence.
+"""Judge an evaluation results folder: the judge's part of each model folder (judgments, GNT accuracy, coherence).
 
 The evaluator leaves ``<results>/<model>/generations.jsonl`` (one record per row × grid cell, with ``key``,
 ``source``, ``translation`` and the extraction ``error``) and ``metrics.json``. This step:
@@ -12,17 +12,20 @@ The evaluator leaves ``<results>/<model>/generations.jsonl`` (one record per row
    detail (``judge_error``) and the raw text;
 3. with an LLM judge, also runs the lexical judge (free) on the same records, writes
    ``<model>/judgments-lexical.jsonl`` and reports the agreement of the two (percent and Cohen's κ);
-4. recomputes ``metrics.json`` with :func:`gnt.evaluation.metrics.compute_metrics` and the judgments (same
-   bootstrap settings as before), keeping what other steps filled (xCOMET) and adding a ``judge`` block: which
-   judge, how many errors, the agreement, and the judge's validation figures when a validation report is given;
-5. writes ``<model>/judge_summary.json`` with the same block and the run's counts.
+4. computes the judge's metrics (GNT accuracy, coherence, ...: those :mod:`gnt.evaluation.catalog` gives to the
+   judge) per block with the judgments and the grid's bootstrap settings, and writes them, last, in
+   ``<model>/judge_summary.json`` with a ``judge`` block: which judge, how many errors, the agreement, and the
+   judge's validation figures when a validation report is given. It never opens ``metrics.json`` to merge into
+   it: a reader composes the two (:class:`gnt.results.model_folder.ModelFolder`).
 
 Records with an extraction error are not judged (the metrics count them as failures). A ``judge_error`` leaves
 its record unjudged: the metrics leave it out of GNT accuracy and count it as ``n_unjudged``, and the summary
-counts it by kind, so a judge failure is never silently turned into a model failure or success.
+counts it by kind, so a judge failure is never silently turned into a model failure or success. So does a
+verdict that is not one (a cached line whose label is not one of the format's labels, or whose neutrality is not a
+boolean): it is counted as ``n_rejected`` with a warning, never as a judgment.
 
 The loop over the folders is :func:`gnt.evaluation.driver.run_folders` (one batch over every folder's items, then
-each folder's files with ``judge_summary.json`` last); :class:`_JudgeTask` is the judge plugged into it.
+each folder's part with ``judge_summary.json`` last); :class:`_JudgeTask` is the judge plugged into it.
 """
 
 from __future__ import annotations
@@ -38,18 +41,24 @@ from gnt.data.entry import Entry
 from gnt.data.errors import DataError
 from gnt.evaluation.adequacy import references_of
 from gnt.evaluation.driver import run_folders
-from gnt.filenames import GENERATIONS, JUDGE_CACHE, JUDGMENTS, LEXICAL_JUDGMENTS, METRICS, RECORD
-from gnt.filenames import JUDGE_SUMMARY as SUMMARY
-from gnt.io import read_json, read_jsonl, write_json, write_jsonl
+from gnt.evaluation.metrics import compute_sections
+from gnt.filenames import JUDGE_CACHE, JUDGMENTS, LEXICAL_JUDGMENTS, RECORD
+from gnt.io import read_json, read_jsonl
 from gnt.judge.agreement import binary_agreement
 from gnt.judge.lexical import LexicalJudge, LexicalJudgment
 from gnt.judge.llm_judge import JudgeItem, Judgment, LLMJudge
+from gnt.judge.schema import CROSS_LABELS, MONO_LABELS, judge_format
 from gnt.results.folder import ResultsFolder
+from gnt.results.model_folder import JUDGE, ModelFolder
+from gnt.results.part import Payload
+from gnt.results_schema import JUDGE_SUMMARY_FORMAT, JudgeBlock, JudgeSummary
 
 log = logging.getLogger(__name__)
 
 #: The judge cache's place in a results folder.
 CACHE = JUDGE_CACHE
+LEXICAL_LABELS = (*MONO_LABELS, *CROSS_LABELS)
+"""The labels the lexical judge gives (it judges in the MONO space; its records name both)."""
 
 
 def load_rows(source: str | Path, langs: Iterable[str] | None = None) -> list[Entry]:
@@ -163,46 +172,6 @@ def _lexical_record(record: Mapping[str, Any], judgment: LexicalJudgment) -> dic
     }
 
 
-def _merge_metrics(new: dict[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
-    """Keep what other steps filled in the old metrics (xCOMET blocks, extra top-level keys)."""
-    blocks = [("overall", None)] + [(section, name) for section in ("cells", "languages") for name in new.get(section, {})]
-    for section, name in blocks:
-        new_block = new[section] if name is None else new[section][name]
-        old_block = old.get(section) if name is None else (old.get(section) or {}).get(name)
-        if isinstance(old_block, Mapping):
-            for key, value in old_block.items():
-                if value is not None and new_block.get(key) is None and key not in ("gnt_accuracy", "gnt_accuracy_adequate", "coherence"):
-                    new_block[key] = value
-    for key, value in old.items():
-        new.setdefault(key, value)
-    return new
-
-
-def refilled_metrics(
-    model_dir: Path, records: Sequence[Mapping[str, Any]], judgments: Mapping[str, Mapping[str, Any]],
-    judge_block: dict[str, Any],
-) -> dict[str, Any]:
-    """``metrics.json`` recomputed with judgments, with the bootstrap settings it was computed with (not written)."""
-    from gnt.evaluation.metrics import compute_metrics
-
-    path = model_dir / METRICS
-    old = read_json(path) if path.is_file() else {}
-    metrics = compute_metrics(records, judgments, bootstrap=recorded_bootstrap(old))
-    metrics = _merge_metrics(metrics, old)
-    metrics["judge"] = judge_block
-    return metrics
-
-
-def refill_metrics(
-    model_dir: Path, records: Sequence[Mapping[str, Any]], judgments: Mapping[str, Mapping[str, Any]],
-    judge_block: dict[str, Any],
-) -> dict[str, Any]:
-    """Recompute ``metrics.json`` with judgments and write it."""
-    metrics = refilled_metrics(model_dir, records, judgments, judge_block)
-    write_json(model_dir / METRICS, metrics)
-    return metrics
-
-
 def validation_figures(report: Mapping[str, Any], fmt: str) -> dict[str, Any]:
     """The part of a validation report that belongs beside GNT numbers judged in ``fmt``."""
     if report.get("kind") == "references":
@@ -227,84 +196,107 @@ def validation_figures(report: Mapping[str, Any], fmt: str) -> dict[str, Any]:
     return {}
 
 
-class _JudgeTask:
-    """The judge plugged into the folder driver: every folder's clean translations judged in one batch, then per
-    folder the judgments, the refilled metrics and ``judge_summary.json`` (its record, written last)."""
+def usable_verdicts(verdicts: Mapping[str, tuple[Any, Any]], labels: Iterable[str], where: str
+                    ) -> tuple[dict[str, dict[str, Any]], int]:
+    """``{key: {"neutral", "label"}}`` of the verdicts that are verdicts (a label of the judge's format, a boolean
+    neutrality), and how many were rejected (logged once: a damaged or hand-edited cache line is never counted)."""
+    allowed = set(labels)
+    usable, rejected = {}, 0
+    for key, (neutral, label) in verdicts.items():
+        if isinstance(neutral, bool) and isinstance(label, str) and label in allowed:
+            usable[key] = {"neutral": neutral, "label": label}
+        else:
+            rejected += 1
+    if rejected:
+        log.warning("%s: %d verdict(s) with a label outside %s or a neutrality that is not true/false ignored "
+                    "(a damaged judge cache line?): counted as unjudged", where, rejected, ", ".join(sorted(allowed)))
+    return usable, rejected
 
-    record_name = SUMMARY
+
+class _JudgeTask:
+    """The judge plugged into the folder driver: every folder's clean translations judged in one batch (the batch
+    result: judgments by generation key), then per folder the judgments and ``judge_summary.json`` (the judge's
+    part of the folder: its record, with the judge's metrics, written last)."""
+
+    part = JUDGE
 
     def __init__(
         self, llm: LLMJudge | None, lexical: LexicalJudge | None, by_row: Mapping[tuple[str, str], Entry] | None,
         validation: Mapping[str, Any] | None, say: Callable[[str], None],
     ) -> None:
         self.llm, self.lexical, self.by_row, self.validation, self.say = llm, lexical, by_row, validation, say
-        self.llm_by_key: dict[str, Judgment] = {}
         self.info = llm.describe() if llm is not None else LexicalJudge.describe()
 
     @staticmethod
-    def load(name: str, folder: Path) -> list[dict]:
-        return read_jsonl(folder / GENERATIONS, skip_bad=True)
+    def load(folder: ModelFolder) -> list[dict]:
+        return folder.generations()
 
-    def run_batch(self, items: list[dict]) -> None:
+    def run_batch(self, items: list[dict]) -> dict[str, Judgment]:
         """The LLM judge over the distinct clean translations of every folder (the lexical judge is per folder)."""
         llm, say = self.llm, self.say
         if llm is None:
-            return
+            return {}
         records = [r for r in items if judgeable(r)]
         judge_items = [judge_item(r, self.by_row) for r in records]
         if llm.fmt.cross and any(not i.source for i in judge_items):
             raise DataError("records without their source: a CROSS judge needs it (give the dataset with data=...)")
         say(f"judging {len(judge_items)} translations with {llm.fmt.name} ({llm.model_id})")
         judged = llm.judge(judge_items, progress=lambda done, total: say(f"  judged {done}/{total} distinct items"))
-        self.llm_by_key = {r["key"]: j for r, j in zip(records, judged, strict=True)}
         say(f"  {llm.stats.cached} from cache, {llm.stats.judged} judged now, {llm.stats.errors} judge errors")
+        return {r["key"]: j for r, j in zip(records, judged, strict=True)}
 
-    def score(self, name: str, folder: Path, records: list[dict]) -> tuple[dict[str, Callable[[Path], Any]], dict, dict]:
+    def score(self, folder: ModelFolder, records: list[dict], llm_by_key: Mapping[str, Judgment]
+              ) -> tuple[dict[str, Payload], dict, dict]:
         llm, lexical, fmt = self.llm, self.lexical, self.info["format"]
         clean = [r for r in records if judgeable(r)]
         lex = {r["key"]: lexical_judgment(r, lexical, self.by_row) for r in clean} if lexical is not None else {}
         unannotated = sum(j.known_words == 0 for j in lex.values())
-        block: dict[str, Any] = {
+        block: JudgeBlock = {
             "kind": self.info["kind"],
             "format": fmt,
             "judge_model": self.info["judge_model"],
             "n_records": len(records),
             "n_extraction_errors": len(records) - len(clean),
         }
-        files: dict[str, Callable[[Path], Any]] = {}
+        files: dict[str, Payload] = {}
         if llm is not None:
-            own = [self.llm_by_key[r["key"]] for r in clean]
-            llm_rows = [_llm_record(r, j) for r, j in zip(clean, own, strict=True)]
-            files[JUDGMENTS] = lambda path: write_jsonl(path, llm_rows)
-            judgments = {r["key"]: {"neutral": j.neutral, "label": j.label} for r, j in zip(clean, own, strict=True) if j.ok}
-            block.update(
-                n_judged=len(judgments),
-                n_judge_errors=sum(not j.ok for j in own),
-                judge_errors_by_kind=dict(Counter(j.error_kind for j in own if not j.ok)),
-            )
+            own = [llm_by_key[r["key"]] for r in clean]
+            files[JUDGMENTS] = [_llm_record(r, j) for r, j in zip(clean, own, strict=True)]
+            judgments, rejected = usable_verdicts(
+                {r["key"]: (j.neutral, j.label) for r, j in zip(clean, own, strict=True) if j.ok},
+                judge_format(fmt).labels, folder.name)
+            block.update({
+                "n_judged": len(judgments),
+                "n_judge_errors": sum(not j.ok for j in own),
+                "judge_errors_by_kind": dict(Counter(str(j.error_kind) for j in own if not j.ok)),
+                "n_rejected": rejected,
+            })
             if lexical is not None:
-                lexical_rows = [_lexical_record(r, lex[r["key"]]) for r in clean]
-                files[LEXICAL_JUDGMENTS] = lambda path: write_jsonl(path, lexical_rows)
-                pairs = [(self.llm_by_key[k].neutral, lex[k].neutral) for k in lex
-                         if self.llm_by_key[k].ok and lex[k].known_words and not lex[k].abstained]
+                files[LEXICAL_JUDGMENTS] = [_lexical_record(r, lex[r["key"]]) for r in clean]
+                pairs = [(bool(llm_by_key[k].neutral), bool(lex[k].neutral)) for k in lex
+                         if k in judgments and lex[k].known_words and not lex[k].abstained]
                 block["agreement_lexical"] = {
                     **binary_agreement([a for a, _ in pairs], [b for _, b in pairs]),
                     "n_unannotated": unannotated,
                 }
         else:
-            lexical_rows = [_lexical_record(r, lex[r["key"]]) for r in clean]
-            files[JUDGMENTS] = lambda path: write_jsonl(path, lexical_rows)
-            judgments = {k: {"neutral": j.neutral, "label": j.label} for k, j in lex.items() if not j.abstained}
-            block.update(n_judged=len(judgments), n_judge_errors=0, judge_errors_by_kind={}, n_unannotated=unannotated,
-                         n_abstained=dict(Counter(j.reason for j in lex.values() if j.abstained)))
+            files[JUDGMENTS] = [_lexical_record(r, lex[r["key"]]) for r in clean]
+            judgments, rejected = usable_verdicts(
+                {k: (j.neutral, j.label) for k, j in lex.items() if not j.abstained}, LEXICAL_LABELS, folder.name)
+            block.update({"n_judged": len(judgments), "n_judge_errors": 0, "judge_errors_by_kind": {},
+                          "n_unannotated": unannotated, "n_rejected": rejected,
+                          "n_abstained": dict(Counter(str(j.reason) for j in lex.values() if j.abstained))})
         if self.validation:
             block["validation"] = validation_figures(self.validation, fmt)
-        metrics = refilled_metrics(folder, records, judgments, block)
-        files[METRICS] = lambda path: write_json(path, metrics)
-        self.say(f"{name}: {block['n_judged']} judged, {block['n_judge_errors']} judge errors, "
+        self.say(f"{folder.name}: {block['n_judged']} judged, {block['n_judge_errors']} judge errors, "
                  f"{block['n_extraction_errors']} extraction errors")
-        record = {**block, "judge": self.info, "stats": llm.stats.to_dict() if llm else None}
-        return files, record, block
+        bootstrap = recorded_bootstrap(dict(folder.grid_metrics()))
+        record: JudgeSummary = {
+            "format": JUDGE_SUMMARY_FORMAT, "judge": block, "judge_info": self.info,
+            "stats": llm.stats.to_dict() if llm else None,
+            **compute_sections(records, "judge", judgments=judgments, bootstrap=bootstrap),
+        }
+        return files, dict(record), dict(block)
 
 
 def judge_results(
@@ -325,6 +317,7 @@ def judge_results(
     """
     if llm is None and lexical is None:
         raise ValueError("give an llm judge, a lexical judge, or both")
-    by_row = {(e.lang, str(e.id)): e for e in entries} if entries is not None else None
+    by_row: dict[tuple[str, str], Entry] | None = (
+        {(e.lang, str(e.id)): e for e in entries} if entries is not None else None)
     task = _JudgeTask(llm, lexical, by_row, validation, progress or (lambda _msg: None))
-    return run_folders(task, [(name, folder.model_dir(name)) for name in models])
+    return run_folders(task, folder, models)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gnt.data.entry import LANGUAGES
 from gnt.filenames import JUDGE_VALIDATION
@@ -28,6 +28,9 @@ DEFAULT_VALIDATION = str(Path(OutputSettings().out_dir) / JUDGE_VALIDATION)
 """Where ``validate`` writes its report when ``validation`` is not given: ``judge_validation.json`` in the default
 results folder, the file the report of that folder reads, so an evaluation into the default ``out_dir`` shows the
 validation beside its GNT numbers without naming it anywhere."""
+
+if TYPE_CHECKING:
+    from gnt.generation.base import GenerationBackend
 
 
 @dataclass
@@ -124,8 +127,9 @@ def resolve_model_path(name: str) -> str:
     return resolve_model(name)
 
 
-def make_backend(recipe: JudgeRecipe):
-    """The generation backend the recipe names (imported lazily: vLLM and httpx are optional). A judge adapter is
+def make_backend(recipe: JudgeRecipe) -> GenerationBackend:
+    """The generation backend the recipe names, through the one builder every user shares
+    (:func:`gnt.generation.factory.build_backend`; imported lazily: vLLM and httpx are optional). A judge adapter is
     merged into the base weights on transformers (it is the only adapter served); vLLM is told it up front and it
     is applied per request."""
     from gnt.generation.factory import build_backend

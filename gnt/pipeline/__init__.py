@@ -30,31 +30,17 @@ from typing import Any
 
 import yaml
 
-from gnt.evaluation.config import SCHEMA as EVAL_SCHEMA
-from gnt.evaluation.config import EvalConfig, eval_config
+from gnt.evaluation.config import EvalConfig
 from gnt.pipeline.keys import DEFAULT_STEPS, STEP_SETTINGS, STEPS, PipelineKeys
 from gnt.pipeline.registry import step_of
-from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe
+from gnt.recipe import RecipeError, RecipeSchema
 from gnt.results.folder import ResultsFolder
-
-EVAL_RECIPE = RecipeSchema.from_dataclasses([EvalConfig, PipelineKeys])
-"""What an evaluation recipe file may hold: the sweep's keys and the pipeline's (``steps`` and their settings)."""
 
 
 class PipelineError(RuntimeError):
     """A step failed (its own error was printed); the later steps did not run."""
 
     exit_code = 1
-
-
-def load_eval_config(path: str | Path | None, overrides: Iterable[tuple[str, Any]] = (), **explicit: Any) -> EvalConfig:
-    """The sweep's config of an evaluation recipe file (its pipeline keys checked, then left to the pipeline):
-    recipe file < ``(key, value)`` overrides < explicit keyword values, validated."""
-    resolved = resolve_recipe(path, overrides, EVAL_RECIPE)
-    values = {k: v for k, v in resolved.values.items() if k in EVAL_SCHEMA.keys}
-    config = eval_config(values, **explicit)
-    config.recipe = str(path) if path is not None else None
-    return config
 
 
 # ------------------------------------------------------------------------------------------------ step settings
@@ -197,12 +183,13 @@ def build_pipeline(config: EvalConfig, keys: PipelineKeys, *, recipe: str | None
                    given: Mapping[tuple[str, str], str] | None = None) -> Pipeline:
     """Check the steps and their settings before anything runs; errors name the recipe line or the override."""
     lines = _recipe_lines(recipe)
-    given = given or {}
-    steps = check_steps(keys.steps, lambda name: _where(recipe, lines, given, "steps", name))
-    settings = {}
-    for step in STEP_SETTINGS:
-        raw = getattr(keys, step)
-        settings[step] = check_settings(step, raw, lambda key, step=step: _where(recipe, lines, given, step, key))
+    given_at: Mapping[tuple[str, str], str] = given or {}
+
+    def where(step: str) -> Callable[[str], str]:
+        return lambda key: _where(recipe, lines, given_at, step, key)
+
+    steps = check_steps(keys.steps, where("steps"))
+    settings = {step: check_settings(step, getattr(keys, step), where(step)) for step in STEP_SETTINGS}
     pipeline = Pipeline(config, steps, settings)
     worker = parse_shard_is_worker(config.shard)  # a shard worker runs the grid only: the rest is the merge's
     for name in steps:  # a step whose own recipe file or keys do not hold together fails now, not after the sweep
@@ -236,4 +223,4 @@ def parse_shard_is_worker(shard: Any) -> bool:
     return isinstance(parse_shard(shard), Shard)
 
 
-__all__ = ["EVAL_RECIPE", "Pipeline", "PipelineError", "StepOutcome", "build_pipeline", "load_eval_config"]
+__all__ = ["Pipeline", "PipelineError", "StepOutcome", "build_pipeline"]

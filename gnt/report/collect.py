@@ -1,21 +1,23 @@
 """Read everything under an evaluation results folder into tidy tables the report, the plots and W&B share.
 
 The results folder is written by several steps run separately (grid sweep, judge, xCOMET, attribution, templated
-suite), any of which may not have run yet, so every optional part is read tolerantly: a missing file becomes
-``None``/empty and the report says "not run" instead of failing. Each field is read by the one name its producer
-writes, as :mod:`gnt.results_schema` declares it; the file names are those of :mod:`gnt.filenames`.
+suite), any of which may not have run yet: a part that was not written is "not run". A part that was written is
+read only when it is whole (its record and the size and hash of each file it lists, :mod:`gnt.results.part`); a
+damaged one, or one of another format, is left out with a warning that names the file and the command that writes
+it again, never shown as "not run" and never read as another version. Each field is read by the one name its
+producer writes, as :mod:`gnt.results_schema` declares it; the file names are those of :mod:`gnt.filenames`.
 
 Layout (``<out>/``):
 
-- ``summary.json``: the models of the sweep (names or objects with ``name``), in its order; every other folder
-  holding a ``record.json``/``metrics.json``/``generations.jsonl`` is a model too (the folders are the truth).
-  Names may contain ``/`` (``sft/checkpoint-8``).
-- ``<model>/record.json`` (format ``eval-record/2``: the model's kind, stage and ``global_step``, its adapter,
-  backend, decoding, shot orders, leakage and the training run record), written last by the sweep; a model folder
-  without one (a sweep killed half-way) or with an older format is left out with a warning, never guessed at;
-  ``metrics.json`` (blocks per cell / language / overall), ``generations.jsonl``, ``judgments.jsonl``,
-  ``xcomet.jsonl`` + ``xcomet_summary.json``, ``preference.jsonl``, ``attribution/**`` and ``templated/**``
-  (tidy data + PNGs).
+- ``summary.json``: the models of the sweep (names or objects with ``name``), in its order; every other model
+  folder is a model too (the folders are the truth). A model folder is one whose ``record.json`` names it: a copy
+  such as ``base.bak/`` is not one. Names may contain ``/`` (``sft/checkpoint-8``).
+- ``<model>/record.json`` (format ``eval-record/3``: the model's kind, stage and ``global_step``, its adapter,
+  backend, decoding, shot orders, leakage, the training run record and its files' hashes), written last by the
+  sweep; a model folder without a whole one is left out with a warning, never guessed at. The metrics are those
+  the folder's one reader composes (:meth:`gnt.results.model_folder.ModelFolder.metrics`: ``metrics.json`` with
+  the judge's and xCOMET's blocks); beside them ``generations.jsonl``, ``judgments.jsonl``, ``xcomet.jsonl`` +
+  ``xcomet_summary.json``, ``preference.jsonl``, ``attribution/**`` and ``templated/**`` (tidy data + PNGs).
 - ``judge_validation.json``: the judge validation report kept beside the results (others are named to
   :func:`collect`).
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,11 +48,12 @@ from gnt.filenames import (
     TEMPLATED_OUTPUTS,
     TEMPLATED_SUITE_DIR,
     XCOMET_ROWS,
-    XCOMET_SUMMARY,
 )
 from gnt.io import read_json
 from gnt.jsonl_cache import iter_jsonl
-from gnt.results.folder import model_names
+from gnt.results.folder import model_names, stray_folders
+from gnt.results.model_folder import GRID, JUDGE, PARTS, XCOMET, ModelFolder
+from gnt.results.part import check_part
 from gnt.results_schema import (
     EVAL_RECORD_FORMAT,
     EvalRecord,
@@ -141,8 +144,8 @@ def flatten_metrics(metrics: Metrics, model: str) -> list[MetricRow]:
         kinds = {f"kind:{kind}": block for kind, block in (preference.get("by_kind") or {}).items()}
         rows.extend(flatten_block({"preference_accuracy": {"all": preference.get("all"), **kinds}},
                                   model, "overall", None, None))
-        for lang, block in (preference.get("by_lang") or {}).items():
-            rows.extend(flatten_block({"preference_accuracy": {"all": block}}, model, "language", lang, None))
+        for lang, stat in (preference.get("by_lang") or {}).items():
+            rows.extend(flatten_block({"preference_accuracy": {"all": stat}}, model, "language", lang, None))
     return rows
 
 
@@ -181,7 +184,7 @@ class ModelResult:
     def described(self) -> dict:
         """The record's description of the model (``model``: name, kind, base_model, adapter, run_dir)."""
         model = self.record.get("model")
-        return model if isinstance(model, dict) else {}
+        return dict(model) if isinstance(model, dict) else {}
 
     @property
     def adapter_path(self) -> str | None:
@@ -190,7 +193,7 @@ class ModelResult:
 
     @property
     def recorded(self) -> bool:
-        """Whether the record names the model's kind, stage and step (``eval-record/2``): nothing is guessed then."""
+        """Whether the record names the model's kind, stage and step (``eval-record/3``): nothing is guessed then."""
         return self.record.get("format") == EVAL_RECORD_FORMAT
 
     @property
@@ -218,7 +221,7 @@ class ModelResult:
 
     @property
     def leakage(self) -> dict:
-        value = self.record.get("leakage") or (self.metrics or {}).get("leakage")
+        value = self.record.get("leakage") or dict(self.metrics or {}).get("leakage")
         return value if isinstance(value, dict) else {"status": "not recorded"}
 
     def judgment_index(self) -> dict[str, Judgment]:
@@ -236,7 +239,7 @@ class ModelResult:
         return self._cache["xcomet"]
 
 
-def row_key(row: dict) -> str:
+def row_key(row: Mapping[str, Any]) -> str:
     """A generation's join key with judgments and xCOMET rows: the generation request's content hash."""
     return str(row["key"])
 
@@ -280,7 +283,7 @@ class Results:
     def bootstrap(self) -> BootstrapSettings:
         """The settings the metrics' intervals were computed with (the ``bootstrap`` block the sweep writes, the
         same in every model of one sweep); the report's paired tests and significance marks use the same ones."""
-        recorded = next((m.metrics for m in self.models if (m.metrics or {}).get("bootstrap")), None)
+        recorded = next((dict(m.metrics) for m in self.models if m.metrics and m.metrics.get("bootstrap")), None)
         return recorded_bootstrap(recorded or {})
 
     @property
@@ -330,17 +333,19 @@ def _slim(records: Iterable[dict], fields: tuple[str, ...]) -> list[dict]:
     return [{k: r.get(k) for k in fields} for r in records]
 
 
-def read_generations(path: Path, per_cell_and_set: int = SAMPLES_PER_CELL_AND_SET) -> tuple[list[dict], list[dict]]:
+def read_generations(path: Path, per_cell_and_set: int = SAMPLES_PER_CELL_AND_SET
+                     ) -> tuple[list[dict], list[GenerationRecord]]:
     """``(slim rows, full sample rows)``: every row with the fields joins and tests need, and whole records for the first
     ``per_cell_and_set`` rows of each (cell, set) — what the sample browser and the W&B table show."""
-    slim, samples = [], []
+    slim: list[dict] = []
+    samples: list[GenerationRecord] = []
     counts: dict[tuple, int] = {}
     for record in _iter_jsonl(path):
         slim.append({**{k: record.get(k) for k in SLIM_FIELDS}, "id": str(record["id"]), "key": row_key(record)})
         group = (record["cell"], record["set"])
         if counts.get(group, 0) < per_cell_and_set:
             counts[group] = counts.get(group, 0) + 1
-            samples.append(record)
+            samples.append(record)  # type: ignore[arg-type]  # a line of generations.jsonl
     return slim, samples
 
 
@@ -360,10 +365,14 @@ def _model_names(directory: Path, summary: dict, warnings: list[str]) -> list[st
     """The models to report: those ``summary.json`` lists (its order), then every other model folder on disk.
 
     The folders are the truth: a model a concurrent or interrupted sweep left out of the summary is still reported,
-    and a summary entry whose folder is gone is named in a warning instead of shown as a model that was "not run".
+    a summary entry whose folder is gone is named in a warning instead of shown as a model that was "not run", and
+    a folder that holds results but is no model folder (a copy such as ``base.bak/``, a sweep stopped half-way)
+    is named in a warning and never counted as a model.
     """
     names = summary_model_names(summary)
     on_disk = model_names(directory)
+    for name, why in stray_folders(directory).items():
+        warnings.append(f"{directory / name}: left out: {why}; only folders the evaluation wrote are models")
     gone = [n for n in names if n not in on_disk]
     for name in gone:
         warnings.append(f"summary.json lists {name!r}, but {directory / name} holds no results: left out")
@@ -377,45 +386,60 @@ def _read_result_json(path: Path) -> Any:
     try:
         return read_json(path)
     except (OSError, ValueError) as exc:
-        raise ResultsError(
-            f"{path}: unreadable ({exc}); a truncated write? Rerun eval/evaluate.py with the same arguments to "
-            "rewrite it (cached generations are reused)"
-        ) from None
+        raise ResultsError(f"{path}: unreadable ({exc}); delete it or write it again") from None
 
 
 def _run_record(model: ModelResult) -> dict | None:
-    """The training run record of a checkpoint, as the sweep embedded it in record.json (``eval-record/2``)."""
+    """The training run record of a checkpoint, as the sweep embedded it in record.json."""
     embedded = model.record.get("run_record")
     return embedded if isinstance(embedded, dict) and embedded else None
 
 
-def _dict_or_none(path: Path) -> Any:
-    data = _read_json_or_none(path)
-    return data if isinstance(data, dict) else None
+def _whole_parts(root: Path, pattern: str, name: str, what: str, how: str, warnings: list[str]) -> list[Path]:
+    """The folders of the sub-folder parts matching ``pattern`` (their records) whose files are whole; a damaged
+    one is named in a warning with the command that writes it again, never shown as "not run"."""
+    whole = []
+    for record in sorted(root.glob(pattern)):
+        found = check_part(record.parent, RECORD)
+        if found.ok:
+            whole.append(record.parent)
+        else:
+            warnings.append(f"{name}: {what} left out: {found.problem}; {how}")
+    return whole
 
 
-def read_model(directory: Path, name: str) -> ModelResult:
-    """One model's folder; every part optional."""
+def read_model(root: Path, name: str, warnings: list[str]) -> ModelResult | None:
+    """One model's folder, its parts read only when whole (each left-out part named in ``warnings``); None when
+    its grid part itself is not (then it is left out whole, with the command that writes it again)."""
+    folder = ModelFolder(root, name)
+    directory = folder.path
+    found = folder.check(GRID)
+    if not found.ok:
+        warnings.append(f"{name}: left out: {found.problem}; {PARTS[GRID].rewrite}")
+        return None
     model = ModelResult(name=name, directory=directory)
-    model.record = _read_result_json(directory / RECORD) or {}
-    model.metrics = _read_result_json(directory / METRICS)
+    model.record = found.record  # type: ignore[assignment]
+    model.metrics, left_out = folder.metrics()
+    warnings += left_out
     model.generations, model.samples = read_generations(directory / GENERATIONS)
-    model.judgments = read_judgments(directory / JUDGMENTS, {row_key(r) for r in model.samples})
-    model.xcomet_rows = _slim(_iter_jsonl(directory / XCOMET_ROWS), XCOMET_FIELDS)
-    model.xcomet_summary = _dict_or_none(directory / XCOMET_SUMMARY)
+    if folder.check(JUDGE).ok:
+        model.judgments = read_judgments(directory / JUDGMENTS, {row_key(r) for r in model.samples})
+    xcomet = folder.check(XCOMET)
+    if xcomet.ok:
+        model.xcomet_rows = _slim(_iter_jsonl(directory / XCOMET_ROWS), XCOMET_FIELDS)
+        model.xcomet_summary = xcomet.record  # type: ignore[assignment]
     model.preference = _slim(_iter_jsonl(directory / PREFERENCE), PREFERENCE_FIELDS)
     model.run_record = _run_record(model)
     attribution = directory / ATTRIBUTION_DIR
-    if attribution.is_dir():
-        model.attribution_pngs = sorted(attribution.rglob("*.png"))
-        model.attribution_tables = sorted(
-            p for p in attribution.rglob("*") if p.suffix in (".json", ".jsonl", ".csv", ".tsv")
-        )
+    for part in _whole_parts(attribution, f"*/*/{RECORD}", name, "attribution", "rerun eval/attribute.py", warnings):
+        model.attribution_pngs += sorted(part.rglob("*.png"))
+        model.attribution_tables += sorted(p for p in part.rglob("*") if p.suffix in (".json", ".jsonl", ".csv", ".tsv"))
     templated = directory / TEMPLATED_DIR
-    if templated.is_dir():
+    if _whole_parts(directory, f"{TEMPLATED_DIR}/{RECORD}", name, "the templated suite", "rerun eval/templated.py",
+                    warnings):
         model.templated_pngs = sorted(templated.rglob("*.png"))
         model.templated_items = _slim(_iter_jsonl(templated / TEMPLATED_OUTPUTS), TEMPLATED_FIELDS)
-        model.templated_metrics = _dict_or_none(templated / METRICS)
+        model.templated_metrics = _read_result_json(templated / METRICS)
     return model
 
 
@@ -459,16 +483,10 @@ def collect(results_dir: str | Path, judge_validation: Iterable[str | Path] = ()
             f"{directory}: no evaluated model found (expected summary.json or <model>/metrics.json); "
             "run eval/evaluate.py first"
         )
-    models = [read_model(directory / name, name) for name in names]
-    for model in [m for m in models if not m.recorded]:
-        written = model.record.get("format")
-        why = f"its {RECORD} is of format {written!r}" if written else f"it has no {RECORD} (a sweep stopped half-way?)"
-        warnings.append(f"{model.name}: left out: {why}, so its kind, stage and step are not recorded; rerun "
-                        "eval/evaluate.py with the same arguments to rewrite it (cached generations are reused)")
-    models = sorted((m for m in models if m.recorded), key=_sort_key)
+    read = [read_model(directory, name, warnings) for name in names]
+    models = sorted((m for m in read if m is not None), key=_sort_key)
     if not models:
-        raise ResultsError(f"{directory}: no model folder holds a {RECORD} of format {EVAL_RECORD_FORMAT!r}: "
-                           + "; ".join(warnings))
+        raise ResultsError(f"{directory}: no model folder whose results are whole: " + "; ".join(warnings))
     metrics = [row for model in models if model.metrics for row in flatten_metrics(model.metrics, model.name)]
     missing: dict[str, list[str]] = {}
     for model in models:

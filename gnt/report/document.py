@@ -16,6 +16,7 @@ import dataclasses
 import itertools
 import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,7 @@ def _validation_text(validation: dict) -> str | None:
 
 def judge_blocks(results: Results) -> dict[str, dict]:
     """The ``judge`` block the judge step writes into each model's metrics.json (which judge, errors, agreement)."""
-    return {m.name: m.metrics["judge"] for m in results.models
+    return {m.name: dict(m.metrics["judge"]) for m in results.models
             if isinstance(m.metrics, dict) and isinstance(m.metrics.get("judge"), dict)}
 
 
@@ -150,7 +151,8 @@ def judge_line(results: Results) -> tuple[str, list[dict]]:
             if name:
                 judges.add(_judge_name(name, fmt))
     if block.get("judge_model") or block.get("kind"):
-        judges = {_judge_name(block.get("judge_model") or block.get("kind"), block.get("format") or "format not recorded")}
+        judges = {_judge_name(str(block.get("judge_model") or block.get("kind")),
+                              block.get("format") or "format not recorded")}
     who = ", ".join(sorted(judges)) if judges else "the judge recorded in judgments.jsonl"
     sentences = [f"GNT accuracy and coherence come from {who}."]
     if blocks:
@@ -220,8 +222,8 @@ def _headline_section(results: Results, bootstrap: BootstrapSettings, data: dict
                 "lang": table.lang, "model": row.model, "stage": row.stage, "step": row.step,
                 **{c.key: {"value": row.cells[c.key].value, "lo": row.cells[c.key].lo, "hi": row.cells[c.key].hi,
                            "count": row.cells[c.key].count,
-                           "delta": row.cells[c.key].test.delta if row.cells[c.key].test else None,
-                           "p_value": row.cells[c.key].test.p_value if row.cells[c.key].test else None,
+                           "delta": test.delta if (test := row.cells[c.key].test) else None,
+                           "p_value": test.p_value if (test := row.cells[c.key].test) else None,
                            "p_adjusted": row.cells[c.key].p_adjusted}
                    for c in table.columns},
             })
@@ -237,7 +239,7 @@ def _headline_section(results: Results, bootstrap: BootstrapSettings, data: dict
 
 def _block(model: ModelResult, lang: str | None) -> dict:
     """A model's metrics block for one language (or overall for ``None``), empty when absent."""
-    metrics = model.metrics or {}
+    metrics: dict[str, Any] = dict(model.metrics or {})
     return ((metrics.get("languages") or {}).get(lang) if lang else metrics.get("overall")) or {}
 
 
@@ -558,15 +560,15 @@ def _sample_rows(results: Results, per_cell: int) -> list[tuple[str, list[dict]]
         rows = []
         for row_id in chosen:
             for model in results.models:
-                generation = by_model[model.name].get((row_id, cell))
-                if generation is not None:
-                    rows.append({"model": model, "generation": generation})
+                found = by_model[model.name].get((row_id, cell))
+                if found is not None:
+                    rows.append({"model": model, "generation": found})
         if rows:
             out.append((cell, rows))
     return out
 
 
-def _phrases(judgment: dict | None) -> str:
+def _phrases(judgment: Mapping[str, Any] | None) -> str:
     if not judgment:
         return "not judged"
     if judgment.get("judge_error"):

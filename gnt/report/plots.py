@@ -100,7 +100,7 @@ def _languages(results: Results, metric_keys: Sequence[str]) -> list[str]:
 def _constant_label(results: Results, lang: str | None) -> dict | None:
     """The best constant label's scores for one language (None: all languages), from the metrics blocks."""
     model = results.base or (results.models[0] if results.models else None)
-    metrics = (model.metrics or {}) if model else {}
+    metrics: dict[str, Any] = dict(model.metrics or {}) if model else {}
     block = ((metrics.get("languages") or {}).get(lang) if lang else metrics.get("overall")) or {}
     baselines = block.get("label_baselines")
     return baselines if baselines and baselines.get("balanced_accuracy") is not None else None
@@ -111,7 +111,7 @@ def plot_decision(results: Results, path: str | Path) -> Path | None:
     langs = _languages(results, ["label_bal"])
     if not langs:
         return None
-    panels: list[str | None] = [None, *langs] if len(langs) > 1 else langs
+    panels: list[str | None] = [None, *langs] if len(langs) > 1 else [*langs]
     rows, cols = _grid(len(panels), max_cols=3)
     width = max(4.5, 1.0 * len(results.models) + 2.5)
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 3.6 * rows + 0.9), squeeze=False, sharey=True,
@@ -315,7 +315,7 @@ def plot_learning_curves(results: Results, directory: str | Path) -> list[Path]:
             axes[index // cols][index % cols].set_axis_off()
         fig.suptitle(f"Learning curves — {stage} checkpoints (step 0 = base model)" if start
                      else f"Learning curves — {stage} checkpoints")
-        handles: dict[str, object] = {}
+        handles: dict[str, Any] = {}
         for ax in axes.flat:
             for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
                 handles.setdefault(label, handle)

@@ -14,6 +14,18 @@ from gnt.results.folder import ResultsFolder
 from gnt.results.step import FolderStep
 
 
+def wandb_runs(folder: Path, config: ReportConfig, results: Any = None) -> list[str]:
+    """The training runs whose W&B runs receive the metrics: ``wandb_run``, and with ``wandb`` every run the
+    results' checkpoints come from."""
+    runs = list(config.wandb_run)
+    if config.wandb:
+        from gnt.report.collect import collect
+
+        results = results or collect(folder)
+        runs += sorted({m.run_dir for m in results.models if m.run_dir} - set(runs))
+    return runs
+
+
 def publish(folder: Path, config: ReportConfig, say: Any = print) -> Path | None:
     """Write the report (unless ``report=false``) and log the metrics into the W&B runs the config names; returns
     report.md's path (None when no report was written)."""
@@ -24,11 +36,7 @@ def publish(folder: Path, config: ReportConfig, say: Any = print) -> Path | None
         from gnt.model_card import record_evaluation_in_cards
 
         record_evaluation_in_cards(folder)  # each evaluated adapter's model card gets its metrics
-    runs = list(config.wandb_run)
-    if config.wandb:
-        from gnt.report.collect import collect
-
-        runs += sorted({m.run_dir for m in collect(folder).models if m.run_dir} - set(runs))
+    runs = wandb_runs(folder, config)
     if runs:
         from gnt.report.wandb_log import log_eval_to_wandb
 
@@ -58,6 +66,13 @@ class ReportStep(FolderStep):
         inputs = (path for path in folder.path.rglob("*") if out not in path.parents and path.is_file())
         if any(path.stat().st_mtime > oldest for path in inputs):
             return None
+        if config.wandb or config.wandb_run:  # a run stopped after the report, before its W&B logging finished
+            from gnt.report.collect import collect
+            from gnt.report.wandb_log import unlogged
+
+            results = collect(folder.path, config.judge_validation)
+            if any(unlogged(results, run, mode=config.wandb_mode) for run in wandb_runs(folder.path, config, results)):
+                return None
         return "newer than every result"
 
     def run(self, config: ReportConfig, folder: ResultsFolder) -> None:

@@ -1,7 +1,8 @@
 """The report's tables as data: headline (base vs each checkpoint per language), per cell, templated suite.
 
 Tables are built once as plain structures and rendered twice (Markdown and HTML), so the two reports cannot
-disagree, and a test can compare every printed number with the metrics files. Point estimates and CIs are taken
+disagree, and a test can compare every printed number with the metrics files. Their columns are the metric
+catalog's (:mod:`gnt.evaluation.catalog`): a metric declared there with a column shows up here. Point estimates and CIs are taken
 from ``metrics.json`` as written by the evaluator (never recomputed here); only the paired test against the base
 is computed by the report (:mod:`gnt.report.significance`), because it needs two models at once.
 
@@ -17,47 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gnt.bootstrap import DEFAULT_ALPHA, BootstrapSettings
+from gnt.evaluation import catalog
+from gnt.evaluation.catalog import Column
 from gnt.report.collect import MetricRow, ModelResult, Results
 from gnt.report.significance import PairedResult, compare, holm
 from gnt.results_schema import TemplatedMetrics, read_stat
 
-
-@dataclass(frozen=True)
-class Column:
-    """A headline column: which metric/group of ``metrics.json`` it shows, and how."""
-
-    key: str
-    title: str
-    metric: tuple[str, ...]  # the metric's name in metrics.json
-    groups: tuple[str | None, ...]  # its groups (set, label, …), the first present one is shown
-    kind: str = "percent"  # percent (0–1 shown ×100) | points (0–100 as is, chrF++) | score (0–1) | errors
-    test: tuple[str, str | None] | None = None  # (metric, group) for the paired test; None = not tested
-    higher_is_better: bool = True  # decides whether a significant change is marked ▲ (better) or ▼ (worse)
-
-
-COLUMNS: tuple[Column, ...] = (
-    Column("label_bal", "Label bal. acc.", ("label_balanced_accuracy",), (None,),
-           test=("label_balanced_accuracy", None)),
-    Column("label_f1", "Label macro-F1", ("label_macro_f1",), (None,)),
-    Column("label_g", "Label acc. Set-G", ("label_accuracy",), ("Set-G",), test=("label_accuracy", "Set-G")),
-    Column("label_n", "Label acc. Set-N", ("label_accuracy",), ("Set-N",), test=("label_accuracy", "Set-N")),
-    Column("chrf", "chrF++", ("adequacy",), ("chrf",), "points", test=("chrf", None)),
-    Column("adequate", "Adequate", ("adequacy",), ("adequate",), test=("adequate", None)),
-    Column("gnt_n", "GNT acc. Set-N", ("gnt_accuracy",), ("Set-N",), test=("gnt_accuracy", "Set-N")),
-    Column("gnt_n_adequate", "GNT acc. Set-N, inadequate = wrong", ("gnt_accuracy_adequate",), ("Set-N",),
-           test=("gnt_accuracy_adequate", "Set-N")),
-    Column("gnt_g", "GNT acc. Set-G", ("gnt_accuracy",), ("Set-G",), test=("gnt_accuracy", "Set-G")),
-    Column("coh_n", "Coherence (NEUTRAL label)", ("coherence",), ("NEUTRAL",), test=("coherence", "NEUTRAL")),
-    Column(
-        "xcomet", "xCOMET", ("xcomet",), ("matching",), "score",
-        test=("xcomet", None),
-    ),
-    Column(
-        "errors", "Extraction errors", ("extraction_errors",), ("rate",), "errors",
-        test=("extraction_errors", None), higher_is_better=False,
-    ),
-    Column("pref", "Preference acc.", ("preference_accuracy",), ("all",), test=("preference_accuracy", "all")),
-)
+COLUMNS: tuple[Column, ...] = catalog.columns()
+"""The headline and per-cell columns, as the metric catalog declares them (:func:`gnt.evaluation.catalog.columns`)."""
 
 
 def preference_columns(results: Results) -> tuple[Column, ...]:
@@ -269,6 +237,6 @@ def judge_validity(validation: dict) -> dict[str, Any]:
             continue
         if label in ("judge", "format"):
             out[label] = value if isinstance(value, str) else str(value)
-        elif _stat4(value) is not None:
-            out[label] = _stat4(value)[0]
+        elif (stat := _stat4(value)) is not None:
+            out[label] = stat[0]
     return out

@@ -33,6 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from gnt.evaluation.catalog import BY_NAME
 from gnt.filenames import RUN_RECORD
 from gnt.io import hash_json, read_json, write_json
 from gnt.report.collect import ModelResult, Results, collect, row_key
@@ -42,11 +43,6 @@ log = logging.getLogger(__name__)
 
 LEDGER = "wandb_eval_log.json"
 STEP_METRIC = "train/global_step"
-#: Metrics of metrics.json logged to W&B (per language and over all languages).
-LOGGED_METRICS = ("label_accuracy", "label_balanced_accuracy", "label_macro_f1", "label_distribution",
-                  "set_g_by_gender", "adequacy", "gnt_accuracy", "gnt_accuracy_adequate", "coherence", "xcomet",
-                  "extraction_errors")
-SKIPPED_GROUPS = ("n_unjudged", "threshold", "collapse_share", "majority_share")
 
 
 class WandbLogError(RuntimeError):
@@ -54,15 +50,13 @@ class WandbLogError(RuntimeError):
 
 
 def eval_metrics(results: Results, model: ModelResult, *, cells: bool = False) -> dict[str, float]:
-    """``{"eval/<lang|all>/<metric>[/<group>]": value}`` of one model (``eval/cell/<cell>/...`` with ``cells``)."""
+    """``{"eval/<lang|all>/<metric>[/<group>]": value}`` of one model (``eval/cell/<cell>/...`` with ``cells``): the
+    metrics the catalog has W&B log, less the groups it skips (:class:`gnt.evaluation.catalog.Wandb`)."""
     out: dict[str, float] = {}
     for row in results.metrics:
-        if row.model != model.name or row.metric not in LOGGED_METRICS:
+        metric = BY_NAME.get(row.metric)
+        if row.model != model.name or metric is None or metric.wandb is None or not metric.wandb.logs(row.group):
             continue
-        if row.group and (row.group in SKIPPED_GROUPS or row.group.startswith(("by_code", "counts"))):
-            continue
-        if row.metric != "extraction_errors" and row.group and (row.group == "n" or row.group.endswith("/n")):
-            continue  # sample sizes: in the report, not worth a chart
         if row.scope == "language":
             prefix = f"eval/{row.lang}"
         elif row.scope == "overall":
@@ -174,6 +168,43 @@ def wandb_dir(run_dir: Path, record: dict) -> Path:
     return run_dir / path
 
 
+def _payloads(results: Results, run_dir: Path, record: dict, ledger: dict, include_base: bool | None, cells: bool
+              ) -> list[tuple[ModelResult, dict[str, float], str, bool]]:
+    """``(model, metrics, their hash, already logged)`` of each model of the run (the base at step 0 too, by
+    default for an ``sft`` run, whose step 0 is the base model), in step order."""
+    run_id = (record.get("wandb") or {}).get("run_id")
+    if include_base is None:
+        include_base = record.get("stage") == "sft"
+    models = [m for m in results.models if _belongs(m, run_dir, run_id) and m.global_step is not None]
+    if include_base and results.base is not None:
+        models = [results.base, *models]
+    models.sort(key=lambda m: 0 if m.is_base else (m.global_step or 0))
+    done = {(e.get("model"), e.get("hash")) for e in ledger.get("logged", []) if isinstance(e, dict)}
+    out = []
+    for model in models:
+        metrics = eval_metrics(results, model, cells=cells)
+        digest = hash_json(metrics)
+        out.append((model, metrics, digest, (model.name, digest) in done))
+    return out
+
+
+def unlogged(results: Results, run_dir: str | Path, *, mode: str | None = None) -> list[str]:
+    """The models of ``run_dir``'s training run whose current metrics its W&B run has not received (per the
+    ledger): what a logging killed half-way still owes. Empty for a run without W&B or with W&B disabled."""
+    run_dir = Path(run_dir)
+    record_path = run_dir / RUN_RECORD
+    if not record_path.is_file():
+        return []
+    record = read_json(record_path)
+    settings = record.get("wandb") or {}
+    if not settings.get("run_id") or resolve_mode(settings.get("mode"), mode) == "disabled":
+        return []
+    ledger_path = run_dir / LEDGER
+    ledger = read_json(ledger_path) if ledger_path.is_file() else {"logged": []}
+    return [model.name for model, metrics, _, done in _payloads(results, run_dir, record, ledger, None, False)
+            if metrics and not done]
+
+
 def log_eval_to_wandb(
     results_dir: str | Path,
     run_dir: str | Path,
@@ -212,26 +243,16 @@ def log_eval_to_wandb(
         return summary
 
     results = collect(results_dir)
-    if include_base is None:
-        include_base = record.get("stage") == "sft"
-    models = [m for m in results.models if _belongs(m, run_dir, run_id) and m.global_step is not None]
-    if include_base and results.base is not None:
-        models = [results.base, *models]
-    models.sort(key=lambda m: 0 if m.is_base else (m.global_step or 0))
     ledger_path = run_dir / LEDGER
     ledger = read_json(ledger_path) if ledger_path.is_file() else {"logged": []}
-    done = {(e["model"], e["hash"]) for e in ledger.get("logged", [])}
     payloads = []
-    for model in models:
-        metrics = eval_metrics(results, model, cells=cells)
+    for model, metrics, digest, done in _payloads(results, run_dir, record, ledger, include_base, cells):
         if not metrics:
             summary["skipped"].append(f"{model.name}: no metrics")
-            continue
-        digest = hash_json(metrics)
-        if not force and (model.name, digest) in done:
+        elif done and not force:
             summary["skipped"].append(f"{model.name}: already logged")
-            continue
-        payloads.append((model, metrics, digest))
+        else:
+            payloads.append((model, metrics, digest))
     if not payloads:
         return summary
 
@@ -241,14 +262,15 @@ def log_eval_to_wandb(
     if not wandb_root.is_dir():
         raise WandbLogError(f"{wandb_root}: the W&B folder of run {run_id} (from {record_path}) does not exist; "
                             "nothing was logged")
-    active = wandb.run
+    active: Any = wandb.run
+    run: Any
     reuse = active is not None and active.id == run_id
     if reuse:
         run = active
     else:
         if chosen_mode == "offline":
             _wait_for_fresh_second(wandb_root, run_id)
-        run = wandb.init(project=project, id=run_id, resume="allow", dir=str(wandb_root), mode=chosen_mode,
+        run = wandb.init(project=project, id=run_id, resume="allow", dir=str(wandb_root), mode=chosen_mode,  # type: ignore[arg-type]
                          reinit="create_new")
         if getattr(run, "dir", None) and not Path(run.dir).resolve().is_relative_to(wandb_root.resolve()):
             run.finish(exit_code=1)

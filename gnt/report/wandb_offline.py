@@ -46,7 +46,7 @@ class OfflineRun:
     record_types: dict[str, int] = field(default_factory=dict)
     corrupt_chunks: int = 0
 
-    def values(self, key: str) -> list[tuple[int, Any]]:
+    def values(self, key: str) -> list[tuple[Any, Any]]:
         """``(_step, value)`` for every history row that logged ``key``, in log order."""
         return [(row.get("_step"), row[key]) for row in self.history if key in row]
 
@@ -165,7 +165,9 @@ def read_offline_run(path: str | Path, *, wait_complete_s: float = 0.0) -> Offli
 
 
 def _read_once(path: Path) -> OfflineRun:
-    from wandb.proto import wandb_internal_pb2 as pb  # imported late: wandb is an optional extra
+    from wandb.proto import wandb_internal_pb2  # imported late: wandb is an optional extra
+
+    pb: Any = wandb_internal_pb2  # generated protobuf classes: no types to check against
 
     if path.is_dir():
         files = sorted(path.glob("*.wandb"))

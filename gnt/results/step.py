@@ -61,3 +61,16 @@ class FolderStep:
 
     def check(self, config: Any, pipeline: Any) -> None:
         return None
+
+
+class PartStep(FolderStep):
+    """A step that writes one part of each selected model folder (:data:`gnt.results.model_folder.PARTS`): it is
+    complete when every selected folder's part checks out (whole, and computed from the folder's generations);
+    its config names the folders in ``models``."""
+
+    part: ClassVar[str]
+    done: ClassVar[str]
+    """What a complete part means, for the pipeline's line (``every generation judged``)."""
+
+    def complete(self, config: Any, folder: ResultsFolder) -> str | None:
+        return self.done if folder.incomplete(config.models, self.part) is None else None

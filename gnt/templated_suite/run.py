@@ -2,7 +2,7 @@
 
 Flow: discover models (base + ``checkpoint-*`` of the runs + explicit adapters, :mod:`gnt.evaluation.discovery`)
 → load the suite (the runs' data build ``eval/templated_suite.jsonl``, a given file, or pairs rendered from the
-templates) → leakage guard → per base model one backend (:func:`gnt.evaluation.config.make_backend`) behind the
+templates) → leakage guard → per base model one backend (:func:`gnt.evaluation.driver.default_backend_factory`) behind the
 sweep's shared generation cache (``<out>/cache/generations.jsonl``) → per model, per prompt style, per language:
 requests sorted by prompt length and cut into fixed chunks (so a resumed run sends the same batches and gets the
 same outputs) → classification → metrics → files. A rerun is served from the cache and generates nothing.

@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from gnt.evaluation.config import EvalConfig
 from gnt.evaluation.step import NOT_THE_RECIPE, recipe_of_record
 from gnt.filenames import RECORD, SUMMARY, TEMPLATED_DIR, TEMPLATED_SUITE_DIR
-from gnt.io import read_json_or_none
 from gnt.results.folder import ResultsFolder
+from gnt.results.part import check_part
 from gnt.results.step import FolderStep
 from gnt.templated_suite.run import SuiteConfig
+
+log = logging.getLogger("gnt.templated_suite")
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,13 @@ class TemplatedStep(FolderStep):
             return None
         wanted = (json.loads(json.dumps(dataclasses.asdict(config.suite))), recipe_of_record(config.evaluation.to_json()))
         for name in folder.models:
-            record = read_json_or_none(folder.model_dir(name) / TEMPLATED_DIR / RECORD)
-            if not record or (record.get("suite_config"), recipe_of_record(record.get("eval_recipe", {}))) != wanted:
+            found = check_part(folder.model_dir(name) / TEMPLATED_DIR, RECORD)  # the part whole, file by file
+            if not found.ok:
+                if found.state != "absent":
+                    log.warning("%s: %s: the templated suite runs again", name, found.problem)
+                return None
+            record = found.record
+            if (record.get("suite_config"), recipe_of_record(record.get("eval_recipe", {}))) != wanted:
                 return None
         return f"{len(folder.models)} model(s) with {TEMPLATED_DIR}/{RECORD}"
 
