@@ -14,12 +14,25 @@ import difflib
 import sys
 from collections.abc import Sequence
 
-from gnt.cli import attribute, build, comet, evaluate, judge, launch, models, report, templated, train, watch
+from gnt.cli import (
+    attribute,
+    build,
+    comet,
+    evaluate,
+    judge,
+    launch,
+    models,
+    onpolicy,
+    report,
+    templated,
+    train,
+    watch,
+)
 from gnt.cli.command import Command
 from gnt.recipe import EXIT_USAGE
 
 COMMANDS: dict[str, Command] = {command.name: command for command in (
-    build.COMMAND, train.SFT, train.DPO, evaluate.COMMAND, judge.COMMAND, comet.COMMAND, attribute.COMMAND,
+    build.COMMAND, train.SFT, train.DPO, onpolicy.COMMAND, evaluate.COMMAND, judge.COMMAND, comet.COMMAND, attribute.COMMAND,
     templated.COMMAND, report.COMMAND, watch.COMMAND, models.COMMAND, launch.COMMAND,
 )}
 """Every subcommand, in the order ``gnt --help`` lists them."""

@@ -8,6 +8,7 @@ Output directory layout (written atomically: a failed build leaves nothing behin
     eval/mgente_test.jsonl                  held-out mGeNTE entries (the evaluator's rows)
     eval/mgente_dev.jsonl                   dev mGeNTE entries (for choosing settings, never the test rows)
     eval/templated_{test,dev}.jsonl         held-out templated entries, scorable in the grid's format
+    eval/{mgente,templated}_train.jsonl     the training entries with their references (on-policy alignment's prompts)
     eval/templated_suite.jsonl              held-out templated pairs (the sensitivity suite)
     manifest.json                           counts, seeds, input hashes, ids and source keys per split
     .gnt-data-build                         marker: the files this build wrote (what a rebuild may replace)
@@ -213,7 +214,7 @@ def build_dataset(config: BuildConfig, extras: Sequence[BuildExtra] = ()) -> dic
         for kind in ("sft", "dpo"):
             for side, side_rows in rows[kind].items():
                 _write_lines(tmp / kind / f"{side}.jsonl", side_rows)
-        for side in ("test", "dev"):
+        for side in ("test", "dev", "train"):  # train: the entries on-policy alignment samples for
             _write_lines(tmp / "eval" / f"mgente_{side}.jsonl", [e.to_record() for e in split.side(side)])
             _write_lines(tmp / "eval" / f"templated_{side}.jsonl", [e.to_record() for e in templated.side(side)])
         if pairs:

@@ -18,6 +18,10 @@ from gnt.prompts.grid import CONFIGS, SHOT_COUNTS, Cell, PromptGrid
 DPO_KINDS = (
     "setn_neutral_vs_gendered", "label_coherence", "setg_gendered_vs_neutral", "templated_ambiguous", "label_decision",
 )
+ONPOLICY = "onpolicy"
+"""The kind of a pair of the policy's own samples (written by on-policy alignment, gnt.alignment.onpolicy)."""
+PAIR_KINDS = (*DPO_KINDS, ONPOLICY)
+"""Every kind of preference pair a DPO run can select with ``pair_kinds``."""
 
 
 def cell_for(

@@ -306,11 +306,11 @@ def _check_ranges(values: dict[str, Any], where: str) -> None:
                           "all-linear")
     kinds = values.get("pair_kinds")
     if kinds is not None:
-        from gnt.data.training_rows import DPO_KINDS
+        from gnt.data.training_rows import PAIR_KINDS
 
-        unknown = [k for k in kinds if k not in DPO_KINDS] if isinstance(kinds, list) else [kinds]
+        unknown = [k for k in kinds if k not in PAIR_KINDS] if isinstance(kinds, list) else [kinds]
         if unknown or not kinds:
-            raise RecipeError(f"{where}: pair_kinds: {kinds}: give a non-empty list of {', '.join(DPO_KINDS)} (or "
+            raise RecipeError(f"{where}: pair_kinds: {kinds}: give a non-empty list of {', '.join(PAIR_KINDS)} (or "
                               "null for every kind)")
     weight = values.get("decision_token_weight")
     if isinstance(weight, (int, float)) and weight <= 0:

@@ -1,0 +1,401 @@
+"""On-policy preference optimisation: the policy's own samples, scored by GNT rewards, become its DPO pairs.
+
+Off-policy pairs (a reference against a rewritten reference) teach a model text it would never write; the pairs
+here are the model's own outputs. A round:
+
+1. **samples** ``samples_per_prompt`` outputs per training prompt from the current policy (the SFT adapter in
+   round 1, then each round's result), at ``temperature``, constrained to the grid's output format, through the
+   generation backends and the generation cache (a rerun samples nothing twice);
+2. **scores** every sample with the GNT rewards (:mod:`gnt.alignment.rewards`: label, the judge's verdict,
+   adequacy), the judge's verdicts through its cache;
+3. **pairs** each prompt's best sample (chosen) with its worst (rejected). A group whose best and worst score the
+   same (a tie) or whose best sample is no usable translation (an extraction error or below the adequacy
+   threshold: nothing worth preferring) gives no pair; both are counted. Pairs are written as DPO rows carrying
+   each side's rewards and the round, in a data folder of their own (``pairs-round-N/``);
+4. **trains** DPO on them (``round-N/``), the policy of the round as both starting point and frozen reference.
+
+Every sample with its rewards is kept (``pairs-round-N/samples.jsonl``), so what a round preferred can be read.
+``onpolicy.json`` in the output folder records the settings and each finished round: a rerun with the same
+settings continues where it stopped; one with other settings would overwrite finished rounds and is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gnt.alignment.rewards import RewardSpec, Scored, check_rewards, read_samples, with_verdicts
+from gnt.data.entry import Entry
+from gnt.data.training_rows import ONPOLICY
+from gnt.filenames import MANIFEST
+from gnt.io import atomic_directory, hash_json, read_json, read_jsonl, write_json
+from gnt.recipe import RecipeError
+from gnt.settings import BackendSettings
+
+log = logging.getLogger(__name__)
+
+STATE = "onpolicy.json"
+FORMAT = "gnt-align/onpolicy/1"
+KIND = ONPOLICY
+"""The ``kind`` of every on-policy pair (what a DPO recipe's ``pair_kinds`` selects)."""
+
+
+@dataclass
+class OnPolicyConfig(BackendSettings):
+    """The keys of ``train/onpolicy.py``: where the policy and data are, how to sample and score, how to train.
+
+    The backend keys (``backend``, ``dtype``, ``batch_size`` ...) are the sampling backend's, as in an evaluation
+    recipe; ``dpo`` holds the keys of ``train/dpo.py`` every round trains with (its ``sft_adapter``, ``data_dir``
+    and ``output_dir`` are set per round).
+    """
+
+    policy: str | None = field(default=None, metadata={
+        "help": "the adapter round 1 samples from and starts at: an SFT run folder or one of its checkpoints"})
+    model: str | None = field(default=None, metadata={
+        "help": "the base model (null: the one the policy adapter was trained on; given, it must be that one)"})
+    data_dir: str | None = field(default=None, metadata={"help": "the data build (its training entries and prompts)"})
+    output_dir: str | None = field(default=None, metadata={
+        "help": "where each round's pairs (pairs-round-N/) and DPO run (round-N/) go"})
+    rounds: int = field(default=1, metadata={"help": "sample → score → pair → DPO rounds, each from the last"})
+    samples_per_prompt: int = field(default=4, metadata={"help": "outputs sampled per prompt (k >= 2)"})
+    prompts_per_round: int | None = field(default=None, metadata={
+        "help": "training prompts sampled for each round (a seeded sample; null: all)"})
+    temperature: float = field(default=0.8, metadata={"help": "sampling temperature"})
+    top_p: float = field(default=0.95, metadata={"help": "nucleus sampling"})
+    max_new_tokens: int = field(default=128, metadata={"help": "token cap per sample"})
+    rewards: dict = field(default_factory=lambda: {"label": 1.0, "judge": 1.0, "adequacy": 1.0}, metadata={
+        "help": "reward name → weight of the sample score (label, judge, adequacy: docs/alignment.md)"})
+    judge: str | None = field(default=None, metadata={
+        "help": "the judge recipe of the judge reward (a judge adapter's training recipe, e.g. "
+                "recipes/judge-gemma270m.yaml)"})
+    judge_keys: dict = field(default_factory=dict, metadata={
+        "help": "keys of that judge recipe to override (e.g. judge_adapter=...)"})
+    dpo_recipe: str | None = field(default=None, metadata={
+        "help": "a train/dpo.py recipe every round's DPO starts from (null: DPO's defaults and the dpo keys)"})
+    dpo: dict = field(default_factory=dict, metadata={
+        "help": "keys of train/dpo.py for every round's DPO, over dpo_recipe (beta, learning_rate, max_steps ...)"})
+    templated: bool = field(default=True, metadata={"help": "also sample for the templated training entries"})
+    pairs_only: bool = field(default=False, metadata={
+        "help": "write the next round's pairs and stop (train them with `accelerate launch train/dpo.py`)"})
+    seed: int = field(default=0, metadata={"help": "seed of the prompt sample and of sampling"})
+    progress: bool = field(default=True, metadata={"help": "show progress"})
+
+    def validate(self) -> OnPolicyConfig:
+        for key in ("policy", "data_dir", "output_dir"):
+            if not getattr(self, key):
+                raise RecipeError(f"'{key}' is required (add `{key}: ...` to the recipe or give {key}=...)")
+        if self.samples_per_prompt < 2:
+            raise RecipeError(f"samples_per_prompt must be >= 2 to compare samples (got {self.samples_per_prompt})")
+        if self.rounds < 1:
+            raise RecipeError(f"rounds must be >= 1 (got {self.rounds})")
+        if self.prompts_per_round is not None and self.prompts_per_round < 1:
+            raise RecipeError(f"prompts_per_round must be >= 1 or null (got {self.prompts_per_round})")
+        if not 0 < self.temperature <= 2 or not 0 < self.top_p <= 1:
+            raise RecipeError(f"temperature must be in (0, 2] and top_p in (0, 1] to sample (got {self.temperature}, "
+                              f"{self.top_p})")
+        check_rewards(self.rewards)
+        if self.rewards.get("judge") and not self.judge:
+            raise RecipeError("the judge reward needs judge: a judge recipe (e.g. recipes/judge-gemma270m.yaml)")
+        self.validate_backend(needs_server=True)
+        return self
+
+    def settings_key(self) -> str:
+        """What a finished round depends on (everything but the round count and how progress shows)."""
+        values = {k: v for k, v in asdict(self).items() if k not in ("rounds", "progress", "pairs_only")}
+        return hash_json(values)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A training entry and its training prompt (as SFT saw it)."""
+
+    entry: Entry
+    messages: tuple[tuple[str, str], ...]
+    cell: str
+
+
+def training_prompts(data_dir: Path, templated: bool) -> list[Prompt]:
+    """Every training entry of the build with the prompt its SFT rows were rendered with."""
+    prompts: dict[tuple[str, str], tuple[tuple[tuple[str, str], ...], str]] = {}
+    for row in read_jsonl(data_dir / "sft" / "train.jsonl"):
+        key = (row["lang"], str(row["id"]))
+        prompts.setdefault(key, (tuple((m["role"], m["content"]) for m in row["prompt"]), row.get("cell", "")))
+    files = ["mgente_train.jsonl", *(["templated_train.jsonl"] if templated else [])]
+    found = []
+    for name in files:
+        path = data_dir / "eval" / name
+        if not path.is_file():
+            raise RecipeError(f"data_dir: {path} is missing: rebuild the data with `python data/build.py "
+                              f"out_dir={data_dir}` (builds write their training entries for on-policy sampling)")
+        for record in read_jsonl(path):
+            entry = Entry.from_record(record)
+            if (entry.lang, entry.id) in prompts:
+                messages, cell = prompts[(entry.lang, entry.id)]
+                found.append(Prompt(entry, messages, cell))
+    if not found:
+        raise RecipeError(f"data_dir: {data_dir} has no training entry with an SFT prompt")
+    return found
+
+
+def chosen_prompts(prompts: list[Prompt], limit: int | None, seed: int) -> list[Prompt]:
+    if limit is None or limit >= len(prompts):
+        return prompts
+    picked = random.Random(f"gnt-onpolicy|{seed}").sample(range(len(prompts)), limit)
+    return [prompts[i] for i in sorted(picked)]
+
+
+@dataclass
+class RoundCounts:
+    """What one round's pairing kept and dropped."""
+
+    prompts: int = 0
+    samples: int = 0
+    pairs: int = 0
+    ties: int = 0
+    all_bad: int = 0
+    extraction_errors: int = 0
+    judge_errors: int = 0
+    rewards_mean: dict[str, float] = field(default_factory=dict)
+
+
+def pair_groups(groups: Sequence[Sequence[Scored]]) -> tuple[list[tuple[int, Scored, Scored]], RoundCounts]:
+    """``(group index, best, worst)`` of each prompt's samples; ties and all-bad groups dropped and counted."""
+    counts = RoundCounts(prompts=len(groups))
+    pairs = []
+    sums: Counter = Counter()
+    for index, group in enumerate(groups):
+        counts.samples += len(group)
+        for scored in group:
+            sums.update(scored.rewards)
+            counts.extraction_errors += scored.sample.extraction.error is not None
+            counts.judge_errors += scored.sample.extraction.ok and scored.sample.verdict is None
+        best = max(group, key=lambda s: (s.total, s.sample.chrf))
+        worst = min(group, key=lambda s: (s.total, s.sample.chrf))
+        if best.total == worst.total or best.sample.text == worst.sample.text:
+            counts.ties += 1
+            continue
+        if not best.sample.extraction.ok or best.rewards.get("adequacy", 1.0) == 0.0:
+            counts.all_bad += 1
+            continue
+        pairs.append((index, best, worst))
+    counts.pairs = len(pairs)
+    counts.rewards_mean = {name: round(total / max(1, counts.samples), 4) for name, total in sorted(sums.items())}
+    return pairs, counts
+
+
+def pair_row(prompt: Prompt, chosen: Scored, rejected: Scored, round_number: int) -> dict[str, Any]:
+    """A TRL preference row of the model's own outputs, with both sides' rewards and the round."""
+    entry = prompt.entry
+    return {
+        "prompt": [{"role": r, "content": c} for r, c in prompt.messages],
+        "chosen": [{"role": "assistant", "content": chosen.sample.text}],
+        "rejected": [{"role": "assistant", "content": rejected.sample.text}],
+        "kind": KIND,
+        "round": round_number,
+        "scores": {"chosen": chosen.to_record(), "rejected": rejected.to_record()},
+        "id": entry.id, "lang": entry.lang, "set": entry.set, "origin": entry.origin, "cell": prompt.cell,
+        "source_key": entry.source_key,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A round
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def policy_adapter(spec: str, model: str | None = None) -> tuple[Any, str]:
+    """The policy's adapter (for requests) and the base model it was trained on (resolved); ``model``, when
+    given, must be that base model: a LoRA adapter only works on the model it was trained on."""
+    from gnt.generation.base import Adapter
+    from gnt.generation.identity import adapter_weights_hash
+    from gnt.models.aliases import resolve_model
+    from gnt.training.base_model import resolve_sft_adapter, same_model
+    from gnt.training.config import TrainingError
+
+    try:
+        found = resolve_sft_adapter(spec)
+    except TrainingError as exc:
+        raise RecipeError(str(exc).replace("sft_adapter:", "policy:")) from None
+    if model and not same_model(resolve_model(model), found.base_model):
+        raise RecipeError(f"policy={spec} was trained on the base model {found.base_model}, not on model={model}: "
+                          "a LoRA adapter only works on the model it was trained on")
+    resolved = found.path.resolve()
+    return (Adapter(name=f"policy/{resolved.parent.name}/{resolved.name}", path=str(resolved),
+                    weights_hash=adapter_weights_hash(found.path)), found.base_model)
+
+
+def sample_round(config: OnPolicyConfig, prompts: Sequence[Prompt], policy: str, round_number: int,
+                 cache: Path) -> list[list[str]]:
+    """``samples_per_prompt`` texts per prompt from the policy (constrained to the output format), generated once
+    and cached: a rerun of a round samples nothing again."""
+    from gnt.evaluation.cache import CachedBackend, GenerationCache
+    from gnt.generation.base import Constraint, DecodingParams, GenerationRequest
+    from gnt.generation.factory import build_backend
+    from gnt.output_format import output_regex
+
+    adapter, base = policy_adapter(policy, config.model)
+    backend = CachedBackend(build_backend(self_backend(config), base, adapter_paths=[adapter.path], seed=config.seed),
+                            GenerationCache(cache))
+    k = config.samples_per_prompt
+    requests = [
+        GenerationRequest(prompt.messages, adapter, Constraint("regex", output_regex(prompt.entry.lang)),
+                          DecodingParams(max_new_tokens=config.max_new_tokens, temperature=config.temperature,
+                                         top_p=config.top_p, seed=config.seed * 100_003 + round_number * 101 + j))
+        for prompt in prompts for j in range(k)
+    ]
+    try:
+        generations = backend.generate(requests)
+    finally:
+        backend.close()
+    texts = [g.text if g.error is None else "" for g in generations]
+    return [texts[i * k : (i + 1) * k] for i in range(len(prompts))]
+
+
+def self_backend(config: OnPolicyConfig) -> BackendSettings:
+    """The sampling backend's settings group of the config (what every backend builder takes)."""
+    from dataclasses import fields
+
+    return BackendSettings(**{f.name: getattr(config, f.name) for f in fields(BackendSettings)})
+
+
+def load_judge(config: OnPolicyConfig, cache: Path) -> tuple[Any, Any]:
+    """The judge of the judge reward and its backend (checked before any sampling: a missing or mismatched
+    adapter is one error)."""
+    from gnt.judge.config import load_judge_recipe
+    from gnt.judge.run import _llm_judge
+
+    recipe = load_judge_recipe(config.judge, list(config.judge_keys.items()))
+    if recipe.judge != "llm":
+        raise RecipeError(f"judge: {config.judge} is a {recipe.judge} judge; the judge reward needs a validated "
+                          "model judge (judge: llm, e.g. recipes/judge-gemma270m.yaml)")
+    return _llm_judge(recipe, cache_path=cache)
+
+
+def dpo_recipe(config: OnPolicyConfig, policy: str, pairs: Path, run: Path) -> Any:
+    """The round's DPO recipe: the config's ``dpo`` keys with the policy, the pairs and the run folder set."""
+    from gnt.training.config import as_recipe
+
+    fixed = {"sft_adapter": policy, "data_dir": str(pairs), "output_dir": str(run), "pair_kinds": [KIND]}
+    clash = sorted(set(config.dpo) & set(fixed))
+    if clash:
+        raise RecipeError(f"dpo: {', '.join(clash)} are set per round by train/onpolicy.py; remove them from dpo")
+    return as_recipe("dpo", config.dpo_recipe, [*config.dpo.items(), *fixed.items()])
+
+
+def write_pairs(out: Path, data_dir: Path, rows: list[dict], samples: list[dict], info: dict) -> None:
+    """The round's data folder: the build's manifest (its sources and ids: what the policy has seen), the pairs as
+    ``dpo/train.jsonl`` and every scored sample; swapped in whole."""
+    from gnt.io import write_jsonl
+
+    manifest = read_json(data_dir / MANIFEST)
+    manifest[KIND] = info
+    with atomic_directory(out) as tmp:
+        write_jsonl(tmp / "dpo" / "train.jsonl", rows)
+        write_jsonl(tmp / "samples.jsonl", samples)
+        write_json(tmp / MANIFEST, manifest)
+
+
+def run_round(config: OnPolicyConfig, prompts: list[Prompt], policy: str, round_number: int,
+              say: Any = print) -> dict[str, Any]:
+    """Sample, score and pair one round, then (unless ``pairs_only``) train its DPO; returns what it recorded."""
+    out = Path(config.output_dir or "")
+    pairs_dir, run_dir = out / f"pairs-round-{round_number}", out / f"round-{round_number}"
+    chosen = chosen_prompts(prompts, config.prompts_per_round, config.seed + round_number)
+    say(f"round {round_number}: {config.samples_per_prompt} samples for each of {len(chosen)} prompts from {policy}")
+    texts = sample_round(config, chosen, policy, round_number, out / "cache" / "generations.jsonl")
+    flat_entries = [p.entry for p in chosen for _ in range(config.samples_per_prompt)]
+    samples = read_samples(flat_entries, [t for group in texts for t in group])
+    if config.rewards.get("judge"):
+        judge, backend = load_judge(config, out / "cache" / "judgments.jsonl")
+        try:
+            samples = with_verdicts(samples, judge)
+        finally:
+            backend.close()
+    spec = RewardSpec({k: float(v) for k, v in config.rewards.items()})
+    scored = [spec.score(s) for s in samples]
+    k = config.samples_per_prompt
+    groups = [scored[i * k : (i + 1) * k] for i in range(len(chosen))]
+    pairs, counts = pair_groups(groups)
+    rows = [pair_row(chosen[index], best, worst, round_number) for index, best, worst in pairs]
+    sample_rows = [{"id": s.sample.entry.id, "lang": s.sample.entry.lang, "set": s.sample.entry.set,
+                    "text": s.sample.text, **s.to_record()} for s in scored]
+    info = {"round": round_number, "policy": str(Path(policy).resolve()), "counts": asdict(counts),
+            "settings": settings_record(config)}
+    if not rows:
+        raise RecipeError(f"round {round_number}: no pair ({counts.ties} ties, {counts.all_bad} groups without a "
+                          "usable best sample): sample more per prompt, raise the temperature, or train SFT longer")
+    write_pairs(pairs_dir, Path(config.data_dir or ""), rows, sample_rows, info)
+    say(f"round {round_number}: {counts.pairs} pairs of {counts.prompts} prompts ({counts.ties} ties, "
+        f"{counts.all_bad} without a usable best sample dropped); mean rewards {counts.rewards_mean}")
+    if config.pairs_only:
+        say(f"pairs written to {pairs_dir}: train them with `accelerate launch train/dpo.py RECIPE "
+            f"sft_adapter={policy} data_dir={pairs_dir} output_dir={run_dir}`")
+        return {**info, "status": "pairs", "pairs_dir": str(pairs_dir)}
+    from gnt.training.dpo import run_dpo
+
+    run_dpo(dpo_recipe(config, policy, pairs_dir, run_dir))
+    return {**info, "status": "complete", "pairs_dir": str(pairs_dir), "run_dir": str(run_dir)}
+
+
+def settings_record(config: OnPolicyConfig) -> dict[str, Any]:
+    return {k: v for k, v in asdict(config).items() if k not in ("progress",)}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rounds
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def check_before_sampling(config: OnPolicyConfig) -> dict[str, Any]:
+    """Everything that can be refused is refused here, before any model loads: the policy adapter, the judge
+    recipe and its adapter, the DPO keys, and finished rounds another setting would overwrite. Returns the state
+    of the output folder."""
+    from gnt.judge.config import load_judge_recipe, resolve_model_path
+    from gnt.judge.learned import judge_adapter
+
+    policy_adapter(config.policy or "", config.model)
+    if config.rewards.get("judge"):
+        recipe = load_judge_recipe(config.judge, list(config.judge_keys.items()))
+        if recipe.judge_adapter:
+            judge_adapter(recipe.judge_adapter, resolve_model_path(recipe.judge_model or ""), recipe=recipe.recipe)
+    out = Path(config.output_dir or "")
+    dpo_recipe(config, config.policy or "", out / "pairs-round-1", out / "round-1")  # the keys resolve
+    state_path = out / STATE
+    state = read_json(state_path) if state_path.is_file() else {"format": FORMAT, "rounds": {}}
+    finished = {r: v for r, v in state.get("rounds", {}).items() if v.get("status") == "complete"}
+    if finished and state.get("settings_key") != config.settings_key():
+        raise RecipeError(f"output_dir={out} holds finished round(s) {', '.join(sorted(finished))} made with other "
+                          "settings: this run would overwrite them. Choose a new output_dir, or rerun with the "
+                          f"settings recorded in {state_path}")
+    training_prompts(Path(config.data_dir or ""), config.templated)
+    return state
+
+
+def run_onpolicy(config: OnPolicyConfig, say: Any = print) -> Path:
+    """Run the rounds the config asks for (finished ones are kept); returns the last round's run folder (the
+    aligned adapter)."""
+    config.validate()
+    state = check_before_sampling(config)
+    out = Path(config.output_dir or "")
+    out.mkdir(parents=True, exist_ok=True)
+    state.update(settings_key=config.settings_key(), settings=settings_record(config))
+    prompts = training_prompts(Path(config.data_dir or ""), config.templated)
+    policy = config.policy or ""
+    for number in range(1, config.rounds + 1):
+        done = state["rounds"].get(str(number), {})
+        run_dir = out / f"round-{number}"
+        if done.get("status") == "complete" and (run_dir / "adapter_config.json").is_file():
+            say(f"round {number}: finished ({run_dir})")
+            policy = str(run_dir)
+            continue
+        state["rounds"][str(number)] = run_round(config, prompts, policy, number, say)
+        write_json(out / STATE, state)
+        if config.pairs_only:
+            return out / f"pairs-round-{number}"
+        policy = str(run_dir)
+    return Path(policy)

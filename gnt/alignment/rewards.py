@@ -1,0 +1,131 @@
+"""GNT rewards: what an aligned translator is rewarded for, one documented function each (docs/alignment.md).
+
+A sample is one output of the policy for one entry, in the grid's format ``<lang> **LABEL** [translation]``. Each
+reward reads it against the entry and returns 1.0 (earned) or 0.0 (not):
+
+- :func:`label_reward`: the label is the correct one for the entry's set (Set-G → GENDERED, Set-N → NEUTRAL);
+- :func:`judge_reward`: the judge's verdict on the translation is the correct form for the set: NEUTRAL for Set-N,
+  CORRECTLY GENDERED for Set-G (a MONO judge: GENDERED). This is what GNT accuracy counts, so the judge must be a
+  validated one (the learned judge: docs/judge.md);
+- :func:`adequacy_reward`: the translation translates its source: chrF++ against the entry's references at or
+  above the adequacy threshold (docs/metrics.md#translation-adequacy). Without it the judge reward alone would
+  prefer short neutral-sounding text over the translation.
+
+An output with an extraction error earns nothing from any reward. A sample's total is the weighted sum of the
+rewards a recipe names. Judge verdicts are computed in one batch beforehand (:func:`score_samples`), through the
+judge's cache, so a translation two samples share is judged once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gnt.data.entry import Entry
+from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD, chrf_pp
+from gnt.output_format import Extraction, extract
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One policy output for one entry, read once: the raw text, its extraction, its chrF++ and the judge's label
+    of its translation (None when it was not judged: an extraction error or a judge error)."""
+
+    entry: Entry
+    text: str
+    extraction: Extraction
+    chrf: float
+    verdict: str | None = None
+
+    @property
+    def references(self) -> list[str]:
+        return [self.entry.ref_g, *self.entry.ref_n]
+
+
+def label_reward(sample: Sample) -> float:
+    """1 when the output's label is the entry's (GENDERED for Set-G, NEUTRAL for Set-N) and the output is clean."""
+    return float(sample.extraction.ok and sample.extraction.label == sample.entry.label)
+
+
+CORRECT_FORM = {"Set-N": ("NEUTRAL",), "Set-G": ("CORRECTLY GENDERED", "GENDERED")}
+"""The judge labels that are the correct form of a translation, by set."""
+
+
+def judge_reward(sample: Sample) -> float:
+    """1 when the judge calls the translation the correct form for its set (Set-N: NEUTRAL; Set-G: CORRECTLY
+    GENDERED); 0 for the wrong form, a judge error or an extraction error."""
+    return float(sample.extraction.ok and sample.verdict in CORRECT_FORM[sample.entry.set])
+
+
+def adequacy_reward(sample: Sample) -> float:
+    """1 when the translation's chrF++ against the entry's references reaches the adequacy threshold."""
+    return float(sample.extraction.ok and sample.chrf >= ADEQUACY_THRESHOLD)
+
+
+REWARDS: dict[str, Callable[[Sample], float]] = {
+    "label": label_reward,
+    "judge": judge_reward,
+    "adequacy": adequacy_reward,
+}
+"""Every reward by the name recipes use."""
+
+
+def check_rewards(weights: Mapping[str, float]) -> None:
+    """Unknown reward names or no positive weight: one error naming the valid rewards."""
+    from gnt.recipe import RecipeError
+
+    unknown = sorted(set(weights) - set(REWARDS))
+    if unknown:
+        raise RecipeError(f"unknown reward(s) {', '.join(unknown)}; valid: {', '.join(REWARDS)}")
+    bad = {name: w for name, w in weights.items() if not isinstance(w, (int, float)) or not 0 <= w < 1e6}
+    if bad or not any(w > 0 for w in weights.values()):
+        raise RecipeError(f"reward weights must be finite numbers >= 0, at least one positive (got {dict(weights)})")
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A sample with each reward and the weighted total."""
+
+    sample: Sample
+    rewards: dict[str, float]
+    total: float
+
+    def to_record(self) -> dict[str, Any]:
+        return {"rewards": self.rewards, "total": round(self.total, 4), "chrf": round(self.sample.chrf, 2),
+                "verdict": self.sample.verdict, "error": self.sample.extraction.error}
+
+
+def read_samples(entries: Sequence[Entry], texts: Sequence[str]) -> list[Sample]:
+    """Samples (extraction and chrF++; no verdict yet) of ``texts`` for ``entries``, position by position."""
+    samples = []
+    for entry, text in zip(entries, texts, strict=True):
+        extraction = extract(text, entry.lang)
+        chrf = chrf_pp(extraction.translation, [entry.ref_g, *entry.ref_n]) if extraction.ok else 0.0
+        samples.append(Sample(entry, text, extraction, chrf))
+    return samples
+
+
+def with_verdicts(samples: Sequence[Sample], judge: Any) -> list[Sample]:
+    """The samples with the judge's label of each clean translation (one batch; the judge's cache serves repeats).
+    ``judge`` is an :class:`gnt.judge.llm_judge.LLMJudge`; its errors leave the verdict None."""
+    from dataclasses import replace
+
+    from gnt.judge.llm_judge import JudgeItem
+
+    clean = [i for i, s in enumerate(samples) if s.extraction.ok and s.extraction.translation]
+    items = [JudgeItem(samples[i].entry.lang, samples[i].entry.source, samples[i].extraction.translation or "")
+             for i in clean]
+    verdicts = {i: (j.label if j.ok else None) for i, j in zip(clean, judge.judge(items), strict=True)}
+    return [replace(s, verdict=verdicts.get(i)) for i, s in enumerate(samples)]
+
+
+@dataclass(frozen=True)
+class RewardSpec:
+    """Which rewards count and how much: ``{name: weight}``."""
+
+    weights: dict[str, float] = field(default_factory=lambda: {"label": 1.0, "judge": 1.0, "adequacy": 1.0})
+
+    def score(self, sample: Sample) -> Scored:
+        rewards = {name: REWARDS[name](sample) for name in self.weights}
+        return Scored(sample, rewards, sum(self.weights[name] * value for name, value in rewards.items()))

@@ -1,0 +1,147 @@
+"""On-policy alignment: GNT rewards, best-vs-worst pairs of the policy's own samples, rounds, and its bad inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gnt.alignment.onpolicy import OnPolicyConfig, pair_groups, run_onpolicy
+from gnt.alignment.rewards import RewardSpec, Sample, adequacy_reward, judge_reward, label_reward, read_samples
+from gnt.data.entry import Entry
+from gnt.io import read_json, read_jsonl
+from gnt.recipe import RecipeError
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+SET_N = Entry("X-1", "it", "Set-N", "The citizens are worried.", "I cittadini sono preoccupati.",
+              ("La cittadinanza è preoccupata.",))
+SET_G = Entry("X-2", "it", "Set-G", "Mrs Haug is worried.", "La signora Haug è preoccupata.",
+              ("Haug è in pensiero.",), gender="F")
+
+
+def _sample(entry: Entry, text: str, verdict: str | None = None) -> Sample:
+    sample = read_samples([entry], [text])[0]
+    return Sample(sample.entry, sample.text, sample.extraction, sample.chrf, verdict)
+
+
+def test_each_reward_reads_the_output_against_its_entry() -> None:
+    neutral = _sample(SET_N, "<it> **NEUTRAL** [La cittadinanza è preoccupata.]", "NEUTRAL")
+    gendered = _sample(SET_N, "<it> **GENDERED** [I cittadini sono preoccupati.]", "WRONGLY GENDERED")
+    nonsense = _sample(SET_N, "<it> **NEUTRAL** [Il tempo è bello oggi a Roma.]", "NEUTRAL")
+    broken = _sample(SET_N, "<it> **NEUTRAL** [La cittadinanza", None)
+    assert [label_reward(s) for s in (neutral, gendered, nonsense, broken)] == [1, 0, 1, 0]
+    assert [judge_reward(s) for s in (neutral, gendered, nonsense, broken)] == [1, 0, 1, 0]
+    assert [adequacy_reward(s) for s in (neutral, gendered, nonsense, broken)] == [1, 1, 0, 0]
+    correct = _sample(SET_G, "<it> **GENDERED** [La signora Haug è preoccupata.]", "CORRECTLY GENDERED")
+    wrong = _sample(SET_G, "<it> **GENDERED** [Il signor Haug è preoccupato.]", "WRONGLY GENDERED")
+    assert (judge_reward(correct), judge_reward(wrong)) == (1, 0)
+
+
+def test_pairs_are_best_against_worst_and_ties_and_all_bad_groups_are_counted() -> None:
+    spec = RewardSpec({"label": 1.0, "judge": 1.0, "adequacy": 1.0})
+    good = _sample(SET_N, "<it> **NEUTRAL** [La cittadinanza è preoccupata.]", "NEUTRAL")
+    masc = _sample(SET_N, "<it> **GENDERED** [I cittadini sono preoccupati.]", "WRONGLY GENDERED")
+    half = _sample(SET_N, "<it> **NEUTRAL** [I cittadini sono preoccupati.]", "WRONGLY GENDERED")
+    junk = _sample(SET_N, "<it> **GENDERED** [Roma è bella.]", "NEUTRAL")
+    groups = [[spec.score(s) for s in group] for group in ([half, good, masc], [masc, masc], [junk, junk, masc][:2],
+                                                            [junk, _sample(SET_N, "<it> **NEUTRAL** [Oggi.]", "NEUTRAL")])]
+    pairs, counts = pair_groups(groups)
+    assert [(i, best.sample.text, worst.sample.text) for i, best, worst in pairs] == [(0, good.text, masc.text)]
+    assert (counts.prompts, counts.pairs, counts.ties, counts.all_bad) == (4, 1, 2, 1)
+    assert counts.samples == 9 and counts.rewards_mean["adequacy"] == pytest.approx(5 / 9, abs=1e-3)
+
+
+def _config(tmp_path: Path, run: Path, data: Path, **keys: object) -> OnPolicyConfig:
+    values = dict(policy=str(run / "checkpoint-2"), data_dir=str(data), output_dir=str(tmp_path / "onpolicy"),
+                  samples_per_prompt=2, prompts_per_round=6, max_new_tokens=24, temperature=1.0, top_p=1.0,
+                  rewards={"label": 1.0}, device="cpu", cpu_threads=1, batch_size=8, progress=False,
+                  dpo={"max_steps": 1, "per_device_train_batch_size": 2, "learning_rate": 1e-3, "report_to": "none",
+                       "save_steps": 1, "max_length": 8192, "bf16": False})
+    values.update(keys)
+    return OnPolicyConfig(**values)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("keys", "message"), [
+    ({"rewards": {"label": 1.0, "neutrality": 1.0}}, "unknown reward.*neutrality.*valid: label, judge, adequacy"),
+    ({"samples_per_prompt": 1}, "samples_per_prompt must be >= 2"),
+    ({"model": "gnt:smollm"}, "was trained on the base model .* not on model=gnt:smollm"),
+    ({"rewards": {"judge": 1.0}}, "the judge reward needs judge"),
+    ({"dpo": {"output_dir": "x"}}, "set per round by train/onpolicy.py"),
+])
+def test_bad_input_is_one_error_before_any_sampling(tmp_path: Path, eval_tiny_run: Path, eval_data_dir: Path,
+                                                    keys: dict, message: str) -> None:
+    with pytest.raises(RecipeError, match=message):
+        run_onpolicy(_config(tmp_path, eval_tiny_run, eval_data_dir, **keys))
+    assert not (tmp_path / "onpolicy").exists(), "nothing written"
+
+
+def test_finished_rounds_of_other_settings_are_never_overwritten(tmp_path: Path, eval_tiny_run: Path,
+                                                                 eval_data_dir: Path) -> None:
+    config = _config(tmp_path, eval_tiny_run, eval_data_dir)
+    out = tmp_path / "onpolicy"
+    out.mkdir()
+    (out / "onpolicy.json").write_text(json.dumps({"format": "gnt-align/onpolicy/1", "settings_key": "other",
+                                                   "rounds": {"1": {"status": "complete"}}}))
+    with pytest.raises(RecipeError, match=r"finished round\(s\) 1 made with other settings"):
+        run_onpolicy(config)
+
+
+def test_sampling_gives_k_outputs_per_prompt_and_a_rerun_generates_nothing(tmp_path: Path, eval_tiny_run: Path,
+                                                                             eval_data_dir: Path) -> None:
+    from gnt.alignment.onpolicy import chosen_prompts, sample_round, training_prompts
+
+    config = _config(tmp_path, eval_tiny_run, eval_data_dir, samples_per_prompt=3).validate()
+    prompts = chosen_prompts(training_prompts(eval_data_dir, templated=True), 4, seed=1)
+    assert len(prompts) == 4 and all(p.messages[-1][0] == "user" for p in prompts)
+    cache = tmp_path / "cache.jsonl"
+    texts = sample_round(config, prompts, config.policy or "", 1, cache)
+    assert [len(group) for group in texts] == [3, 3, 3, 3]
+    assert all(len(set(group)) > 1 for group in texts), "sampled, not greedy: the k outputs differ"
+    lines = cache.read_text().count("\n")
+    assert sample_round(config, prompts, config.policy or "", 1, cache) == texts
+    assert cache.read_text().count("\n") == lines, "a rerun of the round samples nothing again"
+
+
+def _scripted(config, prompts, policy, round_number, cache):
+    """Samples a policy could write: the reference with the right label, then with the wrong one (the tiny model's
+    own outputs are noise, none of which extracts)."""
+    out = []
+    for prompt in prompts:
+        entry = prompt.entry
+        right, wrong = entry.label, ("NEUTRAL" if entry.label == "GENDERED" else "GENDERED")
+        text = entry.ref_n[0] if entry.set == "Set-N" else entry.ref_g
+        out.append([f"<{entry.lang}> **{right}** [{text}]", f"<{entry.lang}> **{wrong}** [{text}]"]
+                   [: config.samples_per_prompt])
+    return out
+
+
+@pytest.mark.slow
+def test_a_round_pairs_and_trains_and_a_rerun_does_nothing_again(tmp_path: Path, eval_tiny_run: Path,
+                                                                 eval_data_dir: Path, monkeypatch) -> None:
+    import gnt.alignment.onpolicy as onpolicy
+
+    monkeypatch.setattr(onpolicy, "sample_round", _scripted)
+    config = _config(tmp_path, eval_tiny_run, eval_data_dir, rewards={"label": 1.0, "adequacy": 1.0})
+    final = run_onpolicy(config, say=lambda _msg: None)
+    out = tmp_path / "onpolicy"
+    assert final == out / "round-1" and (final / "adapter_config.json").is_file()
+    rows = read_jsonl(out / "pairs-round-1" / "dpo" / "train.jsonl")
+    assert len(rows) == 6 and all(r["kind"] == "onpolicy" and r["round"] == 1 for r in rows)
+    for row in rows:
+        assert row["scores"]["chosen"]["rewards"] == {"label": 1.0, "adequacy": 1.0}
+        assert row["scores"]["rejected"]["rewards"] == {"label": 0.0, "adequacy": 1.0}
+        assert row["prompt"][-1]["role"] == "user"
+    assert len(read_jsonl(out / "pairs-round-1" / "samples.jsonl")) == 6 * 2
+    state = read_json(out / "onpolicy.json")
+    assert state["rounds"]["1"]["counts"]["pairs"] == 6 and state["rounds"]["1"]["status"] == "complete"
+    record = read_json(final / "gnt_run.json")
+    assert record["stage"] == "dpo" and record["sft_adapter"].endswith("checkpoint-2")
+    assert record["status"] == "complete"
+
+    def no_sampling(*_args):
+        raise AssertionError("a finished round must not sample again")
+
+    monkeypatch.setattr(onpolicy, "sample_round", no_sampling)
+    assert run_onpolicy(config, say=lambda _msg: None) == final
