@@ -12,6 +12,7 @@ import logging
 from pathlib import Path
 
 from gnt.io import write_text_atomic
+from gnt.output_folder import claim_output_folder
 from gnt.report.collect import collect
 from gnt.report.config import ReportConfig
 from gnt.report.document import compose
@@ -30,8 +31,7 @@ def build_report(results_dir: str | Path, config: ReportConfig | None = None) ->
     """Write the report of ``results_dir`` as ``config`` says; return the path of report.md."""
     config = config or ReportConfig()
     results = collect(results_dir, config.judge_validation)
-    out = report_folder(results_dir, config)
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_output_folder(report_folder(results_dir, config), "report")  # never a user's folder
     document = compose(results, out, config)
     write_text_atomic(out / "report_data.json", json.dumps(document.data, indent=2, ensure_ascii=False,
                                                            default=str) + "\n")

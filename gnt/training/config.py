@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gnt.models.aliases import check_model_key
+from gnt.output_folder import check_output_folder
 from gnt.recipe import RecipeError, RecipeSchema, ResolvedRecipe, resolve_recipe
 from gnt.settings import SYSTEM_ROLE_HELP, SystemRole, WandbSettings
 
@@ -230,9 +231,7 @@ def build_setup(stage: str, recipe: ResolvedRecipe, *, dry_run: bool = False) ->
 
     _check_ranges(values, where)
     _check_report_to(values.get("report_to"), where)
-    output = Path(str(values["output_dir"]))
-    if output.exists() and not output.is_dir():
-        raise RecipeError(f"{where}: output_dir: {output} is a file, not a folder: give a folder for the run")
+    check_output_folder(str(values["output_dir"]), stage, "output_dir")  # a user's folder, the other stage's run
     values.setdefault("run_name", _default_run_name(stage, recipe))
     resume = values.pop("resume_from_checkpoint", None)
 
