@@ -10,15 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
+from _error_line import one_error_line
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
-
-
-def _one_error_line(err: str) -> str:
-    assert "Traceback" not in err, err
-    lines = err.strip().splitlines()
-    assert lines and lines[-1].startswith("error: "), err
-    return lines[-1]
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -67,7 +61,7 @@ def test_sft_into_the_repository_root_is_refused_and_its_readme_kept(
     monkeypatch.chdir(repo)
     argv = [*_sft_args(tiny_model_dir, training_data_dir, "x"), "output_dir=."]
     assert _sft(argv) == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert "output_dir=. already holds files this project did not write (.git, README.md, docs)" in line
     assert _snapshot(repo) == before  # no model card over README.md, no lock file, no adapter
 
@@ -80,9 +74,9 @@ def test_sft_through_a_link_into_a_source_tree_is_refused(
     (tmp_path / "to-docs").symlink_to(repo / "docs")
     (tmp_path / "to-empty").symlink_to(repo / "docs" / "empty")
     assert _sft(_sft_args(tiny_model_dir, training_data_dir, tmp_path / "to-docs")) == 2
-    assert "leads through a symbolic link to" in _one_error_line(capsys.readouterr().err)
+    assert "leads through a symbolic link to" in one_error_line(capsys.readouterr().err)
     assert _sft(_sft_args(tiny_model_dir, training_data_dir, tmp_path / "to-empty")) == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert f"inside the source tree {repo}" in line
     assert _snapshot(repo) == before and not any((repo / "docs" / "empty").iterdir())
 
@@ -98,7 +92,7 @@ def test_dpo_into_its_own_sft_run_is_refused_and_the_sft_adapter_kept(
         argv = [str(RECIPES / "tiny-dpo.yaml"), f"data_dir={training_data_dir}", f"sft_adapter={sft}",
                 f"output_dir={out}", "report_to=none", "max_steps=12"]
         assert _dpo(argv) == 2
-        line = _one_error_line(capsys.readouterr().err)
+        line = one_error_line(capsys.readouterr().err)
         assert f"output_dir={out} holds an SFT run (train/sft.py), not a DPO run (train/dpo.py)" in line
     assert _snapshot(sft) == before
 
@@ -110,7 +104,7 @@ def test_sft_into_a_dpo_run_is_refused(tmp_path: Path, capsys, tiny_model_dir: P
     (dpo / "gnt_run.json").write_text(json.dumps({"stage": "dpo", "status": "complete"}), encoding="utf-8")
     before = _snapshot(dpo)
     assert _sft(_sft_args(tiny_model_dir, training_data_dir, dpo)) == 2
-    assert "holds a DPO run (train/dpo.py), not an SFT run" in _one_error_line(capsys.readouterr().err)
+    assert "holds a DPO run (train/dpo.py), not an SFT run" in one_error_line(capsys.readouterr().err)
     assert _snapshot(dpo) == before
 
 
@@ -151,7 +145,7 @@ def test_a_report_into_a_user_folder_is_refused_and_its_figures_kept(tmp_path: P
     (paper / "report.md").write_text("# my draft\n", encoding="utf-8")
     before = _snapshot(paper)
     assert main([str(results), f"out_dir={paper}"]) == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert f"out_dir={paper} already holds files this project did not write (figures, report.md)" in line
     assert _snapshot(paper) == before
     assert main([str(results), f"out_dir={tmp_path / 'report'}"]) == 0  # a new folder is fine, and again
@@ -168,7 +162,7 @@ def test_an_evaluation_into_a_user_folder_is_refused(tmp_path: Path, capsys) -> 
     (mine / "notes.txt").write_text("keep\n", encoding="utf-8")
     argv = [str(RECIPES / "eval-tiny.yaml"), "steps=grid", "model=gnt:tiny", f"out_dir={mine}", "progress=false"]
     assert main(argv) == 2
-    assert "already holds files this project did not write (notes.txt)" in _one_error_line(capsys.readouterr().err)
+    assert "already holds files this project did not write (notes.txt)" in one_error_line(capsys.readouterr().err)
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
 
 
@@ -181,7 +175,7 @@ def test_a_data_build_into_the_current_empty_folder_is_one_error_and_leaves_noth
     here.mkdir()
     monkeypatch.chdir(here)
     assert main(["langs=it", "out_dir=.", "templated_pairs=0", "progress=false"]) == 2
-    line = _one_error_line(capsys.readouterr().err)
+    line = one_error_line(capsys.readouterr().err)
     assert "out_dir=. is the folder you are in" in line and "out_dir=data" in line
     assert list(here.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["here"]
     assert main(["langs=it", "out_dir=data", "templated_pairs=0", "progress=false"]) == 0  # as the error says

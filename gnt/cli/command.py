@@ -18,6 +18,7 @@ layer parses a command line.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import errno
@@ -34,7 +35,7 @@ from typing import Any
 
 from gnt.cli.help import CONVENTION, attribute_docs, keys_section, synonyms_by_key
 from gnt.deprecated import Deprecated, switches, warn_once, word
-from gnt.recipe import RecipeError, RecipeSchema, ResolvedRecipe, construct, resolve_recipe
+from gnt.recipe import Bounds, RecipeError, RecipeSchema, ResolvedRecipe, construct, resolve_recipe
 from gnt.redact import install_log_redaction, redact
 
 HELP_TOKENS = ("-h", "--help")
@@ -201,6 +202,8 @@ class Command:
     """Fields of the settings classes that are not keys (set from the subject, or by code)."""
     defaults: Mapping[str, Any] = field(default_factory=dict)
     """Defaults that differ from the classes' own, applied below the recipe (training: ``use_peft: true``)."""
+    bounds: Mapping[str, Bounds] = field(default_factory=dict)
+    """Ranges of numeric keys whose classes declare none (TRL's fields): :class:`gnt.recipe.Bounds`."""
     elsewhere: Callable[[], Mapping[str, str]] | None = None
     """Keys of other commands, with a hint where they belong (``beta`` → train/dpo.py)."""
     description: str = ""
@@ -234,7 +237,7 @@ class Command:
         kwargs: dict[str, Any] = {}
         if self.description:
             kwargs["description"] = self.description
-        schema = RecipeSchema.from_dataclasses(classes, **kwargs)
+        schema = RecipeSchema.from_dataclasses(classes, bounds=self.bounds, **kwargs)
         for name in self.exclude:
             schema.keys.pop(name, None)
         schema.aliases = {old: new for old, new in schema.aliases.items() if new in schema.keys}
@@ -470,15 +473,25 @@ class Command:
                 raise RecipeError(f"give an action: {' | '.join(command.actions)}\n{command.usage()}")
             status = command.run(call)
         except KeyboardInterrupt:
+            _close_progress_bars()
             print(f"error: interrupted. {RESUME_HINT}", file=sys.stderr, flush=True)
             return EXIT_INTERRUPTED
         except Exception as exc:
             code = exit_status(exc, command.exits)
             if code is None:
                 raise
+            _close_progress_bars()
             print(f"error: {redact(error_text(exc))}", file=sys.stderr, flush=True)
             return code
         return int(status or 0)
+
+
+def _close_progress_bars() -> None:
+    """Close the progress bars an error left open (a trainer's, a sweep's), so the ``error:`` line starts a line."""
+    tqdm = sys.modules.get("tqdm")
+    for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", None) or ()):
+        with contextlib.suppress(Exception):  # a bar that cannot close must not hide the error
+            bar.close()
 
 
 EXIT_INTERRUPTED = 130
