@@ -8,7 +8,6 @@ them would cut the completion before its end-of-turn token and teach the model n
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from typing import Any
 
 from gnt.data.errors import DataError, DataErrors, json_object_lines
 from gnt.filenames import MANIFEST
-from gnt.io import sha256_file
+from gnt.io import DamagedFile, read_json, sha256_file
 from gnt.training.config import TrainingError
 
 FIELDS = {"sft": ("prompt", "completion"), "dpo": ("prompt", "chosen", "rejected")}
@@ -178,7 +177,10 @@ def load_training_data(
     path = check_data_dir(data_dir, stage)
     files = stage_files(path, stage)
     manifest_path = path / MANIFEST
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest = read_json(manifest_path, advice=f"rebuild the data with `python data/build.py out_dir={data_dir}`")
+    if not isinstance(manifest, dict):
+        raise DamagedFile(manifest_path, f"a {type(manifest).__name__}, not a mapping",
+                          f"rebuild the data with `python data/build.py out_dir={data_dir}`")
     keys = manifest.get("source_keys", {})
     source_keys = sorted(set(keys.get("train", [])) | set(keys.get("dev", [])))
 
