@@ -282,6 +282,60 @@ def file_lock(path: str | Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+def folder_damage(folder: str | Path) -> str | None:
+    """What is wrong with a saved folder's files (``file: reason``: the first one found), or None when they read
+    whole. A checkpoint or a cached model can be damaged after it was finished (a copy that stopped halfway, a disk
+    that filled during a rewrite); this reads what can be read cheaply and without torch: every JSON file parses,
+    every ``.safetensors`` file is as long as its header says, every torch file (``optimizer.pt``,
+    ``rng_state.pth``, ``training_args.bin``: zip archives) has its central directory."""
+    for path in sorted(Path(folder).iterdir()):
+        reason = _file_damage(path) if path.is_file() else None
+        if reason:
+            return f"{path.name}: {reason}"
+    return None
+
+
+def _file_damage(path: Path) -> str | None:
+    import struct
+    import zipfile
+
+    try:
+        if path.suffix == ".json":
+            json.loads(path.read_text(encoding="utf-8"))
+        elif path.suffix == ".safetensors":
+            return _safetensors_damage(path, struct)
+        elif path.suffix in (".pt", ".pth", ".bin"):
+            with zipfile.ZipFile(path) as archive:
+                archive.infolist()
+    except (ValueError, UnicodeDecodeError) as exc:
+        return f"not valid JSON ({str(exc).splitlines()[0][:80]})"
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        return f"cut short or garbled ({exc})"
+    return None
+
+
+def _safetensors_damage(path: Path, struct: Any) -> str | None:
+    """A safetensors file is an 8-byte header length, a JSON header, then the tensors' bytes up to the largest end
+    offset the header names: anything shorter was cut."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+        if len(head) < 8:
+            return f"cut short ({size} bytes)"
+        (length,) = struct.unpack("<Q", head)
+        if 8 + length > size:
+            return f"cut short (a {length}-byte header in a {size}-byte file)"
+        try:
+            header = json.loads(handle.read(length))
+        except ValueError:
+            return "garbled header"
+    ends = [info["data_offsets"][1] for key, info in header.items()
+            if key != "__metadata__" and isinstance(info, dict) and len(info.get("data_offsets") or ()) == 2]
+    if ends and 8 + length + max(ends) > size:
+        return f"cut short ({size} of {8 + length + max(ends)} bytes)"
+    return None
+
+
 def sha256_file(path: str | Path, length: int = 16) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
