@@ -64,8 +64,8 @@ class Bounds:
     10**6)}``) or, for fields of classes the project does not own (TRL's), in the schema's ``bounds``.
 
     ``low``/``high`` are inclusive unless ``above``/``below`` make them strict; ``None`` leaves that side open (up to
-    what every number must satisfy anyway: finite, and within :data:`INT_LIMIT`). ``note`` says what a value means
-    when that helps to choose one.
+    what every number must satisfy anyway: finite, and within :data:`INT_LIMIT`). ``give`` says in words what to give
+    instead of the plain range; ``note`` adds what a value means when that helps to choose one.
     """
 
     low: float | None = None
@@ -73,15 +73,22 @@ class Bounds:
     above: bool = False
     below: bool = False
     note: str = ""
+    give: str = ""
 
     def describe(self) -> str:
-        if self.low is not None and self.high is not None:
-            return f"in {'(' if self.above else '['}{self.low:g}, {self.high:g}{')' if self.below else ']'}"
-        if self.low is not None:
-            return f"{'>' if self.above else '>='} {self.low:g}"
-        if self.high is not None:
-            return f"{'<' if self.below else '<='} {self.high:g}"
-        return "a finite number"
+        """What to give: ``give``, else the range (``a value in [1, 1024]``), with the note."""
+        if self.give:
+            text = self.give
+        elif self.low is not None and self.high is not None:
+            text = (f"a value in {'(' if self.above else '['}{_number(self.low)}, {_number(self.high)}"
+                    f"{')' if self.below else ']'}")
+        elif self.low is not None:
+            text = f"a value {'>' if self.above else '>='} {_number(self.low)}"
+        elif self.high is not None:
+            text = f"a value {'<' if self.below else '<='} {_number(self.high)}"
+        else:
+            text = "a finite number"
+        return f"{text} ({self.note})" if self.note else text
 
     def contains(self, value: float) -> bool:
         if self.low is not None and (value <= self.low if self.above else value < self.low):
@@ -95,14 +102,19 @@ def number_problem(value: Any, bounds: Bounds | None) -> str | None:
 
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
+    wanted = (bounds or Bounds()).describe()
     if isinstance(value, float) and not math.isfinite(value):
-        return f"{value} is not a finite number: give {(bounds or Bounds()).describe()}"
+        return f"{value}: not a finite number; give {wanted}"
     if abs(value) > INT_LIMIT:
-        return f"{value:g} is beyond what a machine holds: give {(bounds or Bounds()).describe()}"
+        return f"{value:.3g}: beyond what a machine holds; give {wanted}"
     if bounds is not None and not bounds.contains(value):
-        note = f" ({bounds.note})" if bounds.note else ""
-        return f"{value:g} is out of range: give a value {bounds.describe()}{note}"
+        return f"{_number(value)}: give {wanted}"
     return None
+
+
+def _number(value: float) -> str:
+    """A bound or a value as a person writes it: ``1048576``, ``0.5``, ``1e-08``."""
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ RECIPES = Path(__file__).resolve().parent.parent / "recipes"
     ("deep.yaml", ("a: " + "[" * 50000 + "]" * 50000 + "\n").encode(), "deep.yaml: nested too deeply to read"),
     ("deep-map.yaml", ("a: " + "{b: " * 50000 + "1" + "}" * 50000 + "\n").encode(), "nested too deeply"),
 ])
-def test_a_recipe_that_is_not_text_or_nested_too_deeply_isone_error_line(tmp_path: Path, capsys, name: str,
+def test_a_recipe_that_is_not_text_or_nested_too_deeply_is_one_error_line(tmp_path: Path, capsys, name: str,
                                                                           content: bytes, expected: str) -> None:
     from gnt.cli.evaluate import main
 
@@ -69,7 +69,7 @@ def test_a_garbled_data_manifest_is_one_error_line_saying_to_rebuild(tmp_path: P
     assert not (out / "gnt_run.json").exists()
 
 
-def test_a_data_file_cut_mid_line_isone_error_line(tmp_path: Path, capsys, eval_tiny_run: Path,
+def test_a_data_file_cut_mid_line_is_one_error_line(tmp_path: Path, capsys, eval_tiny_run: Path,
                                                     eval_data_dir: Path) -> None:
     from gnt.cli.evaluate import main
 
@@ -90,7 +90,7 @@ def test_a_data_file_cut_mid_line_isone_error_line(tmp_path: Path, capsys, eval_
     assert f"{rows} is damaged (line " in line and "is not valid JSON" in line and "(cut short?)" in line
 
 
-def test_a_garbled_wandb_ledger_isone_error_line(tmp_path: Path, capsys) -> None:
+def test_a_garbled_wandb_ledger_is_one_error_line(tmp_path: Path, capsys) -> None:
     from _report_fixtures import make_results
 
     from gnt.cli.report import main
