@@ -56,12 +56,14 @@ def nonfinite_weights(model) -> list[str]:
         return []
     import torch
 
-    bad = []
+    trained = [(name, p) for name, p in model.named_parameters() if p.requires_grad and p.numel()]
+    if not trained:
+        return []
     with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            if parameter.requires_grad and parameter.numel() and not torch.isfinite(parameter).all():
-                bad.append(name)
-    return bad
+        finite = [torch.isfinite(p).all() for _, p in trained]
+        if bool(torch.stack([f.to(finite[0].device) for f in finite]).all()):  # one device sync per step
+            return []
+        return [name for (name, _), ok in zip(trained, finite, strict=True) if not bool(ok)]
 
 
 def _diverged(args, state, what: str) -> str:
