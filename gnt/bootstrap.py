@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gnt.recipe import RecipeError
+from gnt.recipe import Bounds, RecipeError
 
 #: Bootstrap replicates of every confidence interval (recipe key ``bootstrap_samples``), its seed and alpha.
 DEFAULT_SAMPLES = 1000
@@ -29,15 +29,20 @@ DEFAULT_SEED = 0
 DEFAULT_ALPHA = 0.05
 #: Replicates of a paired test called without a count: the p-value's resolution is 1 / (replicates + 1).
 DEFAULT_PAIRED_SAMPLES = 10_000
+SAMPLES_BOUNDS = Bounds(1, 1_000_000, note="each replicate is a row of a matrix over the rows evaluated")
+"""The range of a count of bootstrap replicates: beyond it the resampling matrix does not fit in memory."""
 
 
 @dataclass
 class BootstrapSettings:
     """The paired bootstrap behind every confidence interval the project reports (docs/metrics.md)."""
 
-    bootstrap_samples: int = field(default=DEFAULT_SAMPLES, metadata={"help": "bootstrap resamples per interval"})
-    bootstrap_seed: int = field(default=DEFAULT_SEED, metadata={"help": "seed of the resampling"})
-    alpha: float = field(default=DEFAULT_ALPHA, metadata={"help": "1 - confidence level of the intervals"})
+    bootstrap_samples: int = field(default=DEFAULT_SAMPLES, metadata={"help": "bootstrap resamples per interval",
+                                                                      "bounds": SAMPLES_BOUNDS})
+    bootstrap_seed: int = field(default=DEFAULT_SEED, metadata={"help": "seed of the resampling",
+                                                                "bounds": Bounds(0, 2**32 - 1)})
+    alpha: float = field(default=DEFAULT_ALPHA, metadata={"help": "1 - confidence level of the intervals",
+                                                          "bounds": Bounds(0, 1, above=True, below=True)})
 
     def validate_bootstrap(self) -> None:
         if self.bootstrap_samples is not None and self.bootstrap_samples < 1:

@@ -10,7 +10,11 @@ module adds over ``TrlParser``:
 - an old spelling of a key (:mod:`gnt.deprecated`) is accepted where its new key is a key, with one warning;
 - an unknown key fails at once, naming the closest valid keys, instead of after a model has loaded;
 - malformed YAML, duplicate keys and values of the wrong type are reported with the file and line;
-- values are coerced by the field's type (so ``1e-4`` is a float even though YAML 1.1 reads it as a string).
+- values are coerced by the field's type (so ``1e-4`` is a float even though YAML 1.1 reads it as a string);
+- every number is checked against its range (:class:`Bounds`): a float must be finite (``nan`` or ``inf`` would
+  ruin a run without a word), an integer must fit a machine word, and a key with ``bounds`` in its field metadata
+  (or given bounds by the schema, for TRL's own fields) must lie within them, so ``bootstrap_samples=1000000000``
+  or ``dataloader_num_workers=-1`` is one error line before anything runs, not an exhausted allocator or a hang.
 
 The schema is built from whatever dataclasses the caller passes (TRL's own are plain dataclasses); values are
 converted by pydantic, parsed from YAML by PyYAML.
@@ -50,9 +54,72 @@ class RecipeError(ValueError):
 # ------------------------------------------------------------------------------------------------------------------
 
 
+INT_LIMIT = 2**63 - 1
+"""The largest integer (in absolute value) any numeric key takes: what a machine word holds."""
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The range a numeric key's values must lie in, declared once: in the field's metadata (``{"bounds": Bounds(1,
+    10**6)}``) or, for fields of classes the project does not own (TRL's), in the schema's ``bounds``.
+
+    ``low``/``high`` are inclusive unless ``above``/``below`` make them strict; ``None`` leaves that side open (up to
+    what every number must satisfy anyway: finite, and within :data:`INT_LIMIT`). ``give`` says in words what to give
+    instead of the plain range; ``note`` adds what a value means when that helps to choose one.
+    """
+
+    low: float | None = None
+    high: float | None = None
+    above: bool = False
+    below: bool = False
+    note: str = ""
+    give: str = ""
+
+    def describe(self) -> str:
+        """What to give: ``give``, else the range (``a value in [1, 1024]``), with the note."""
+        if self.give:
+            text = self.give
+        elif self.low is not None and self.high is not None:
+            text = (f"a value in {'(' if self.above else '['}{_number(self.low)}, {_number(self.high)}"
+                    f"{')' if self.below else ']'}")
+        elif self.low is not None:
+            text = f"a value {'>' if self.above else '>='} {_number(self.low)}"
+        elif self.high is not None:
+            text = f"a value {'<' if self.below else '<='} {_number(self.high)}"
+        else:
+            text = "a finite number"
+        return f"{text} ({self.note})" if self.note else text
+
+    def contains(self, value: float) -> bool:
+        if self.low is not None and (value <= self.low if self.above else value < self.low):
+            return False
+        return not (self.high is not None and (value >= self.high if self.below else value > self.high))
+
+
+def number_problem(value: Any, bounds: Bounds | None) -> str | None:
+    """Why a number is not acceptable (not finite, too large for a machine word, outside ``bounds``), or None."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    wanted = (bounds or Bounds()).describe()
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value}: not a finite number; give {wanted}"
+    if abs(value) > INT_LIMIT:
+        return f"{value:.3g}: beyond what a machine holds; give {wanted}"
+    if bounds is not None and not bounds.contains(value):
+        return f"{_number(value)}: give {wanted}"
+    return None
+
+
+def _number(value: float) -> str:
+    """A bound or a value as a person writes it: ``1048576``, ``0.5``, ``1e-08``."""
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
+
+
 @dataclass(frozen=True)
 class KeySpec:
-    """One recipe key: the dataclass that consumes it, its type annotation, default and allowed choices."""
+    """One recipe key: the dataclass that consumes it, its type annotation, default, allowed choices and range."""
 
     name: str
     owner: str
@@ -60,6 +127,7 @@ class KeySpec:
     default: Any = None
     choices: tuple[Any, ...] | None = None
     help: str = ""
+    bounds: Bounds | None = None
 
 
 @dataclass
@@ -78,11 +146,14 @@ class RecipeSchema:
     """The old spellings among the aliases, with their row of :mod:`gnt.deprecated` (each warns once when used)."""
 
     @classmethod
-    def from_dataclasses(cls, classes: Sequence[type], **kwargs: Any) -> RecipeSchema:
+    def from_dataclasses(cls, classes: Sequence[type], bounds: Mapping[str, Bounds] | None = None,
+                         **kwargs: Any) -> RecipeSchema:
         """Collect the init fields of ``classes``; a name claimed by several classes keeps its first owner.
 
         Every old spelling of :mod:`gnt.deprecated` whose new key is among the fields becomes an alias, so each
-        recipe kind that has a key accepts its old names too.
+        recipe kind that has a key accepts its old names too. A key's range is its field's ``bounds`` metadata
+        (inherited from a base class that declares the field, when a subclass redefines only its default), else
+        ``bounds[name]``.
         """
         keys: dict[str, KeySpec] = {}
         for klass in classes:
@@ -98,6 +169,7 @@ class RecipeSchema:
                 keys[f.name] = KeySpec(
                     f.name, klass.__name__, annotation, default,
                     tuple(choices) if choices else None, str(f.metadata.get("help", "")),
+                    _declared_bounds(klass, f.name) or (bounds or {}).get(f.name),
                 )
         kwargs.setdefault("description", f"Recipe keys are the fields of {', '.join(k.__name__ for k in classes)}.")
         renamed = key_renames(keys)
@@ -142,6 +214,9 @@ class RecipeSchema:
             result = coerce_value(value, spec.annotation)
         except (TypeError, ValueError) as exc:
             raise RecipeError(f"{where}: {key}: {exc}") from None
+        problem = number_problem(result, spec.bounds)
+        if problem:
+            raise RecipeError(f"{where}: {key}: {problem}")
         if spec.choices and result is not None:
             values = result if isinstance(result, list) else [result]
             bad = [v for v in values if str(v) not in {str(c) for c in spec.choices}]
@@ -150,6 +225,16 @@ class RecipeSchema:
                     f"{where}: {key}: {bad[0]!r} is not one of {', '.join(str(c) for c in spec.choices)}"
                 )
         return result
+
+
+def _declared_bounds(klass: type, name: str) -> Bounds | None:
+    """The ``bounds`` metadata of field ``name`` on ``klass`` or the nearest base class that declares it."""
+    for base in klass.__mro__:
+        if dataclasses.is_dataclass(base):
+            for f in dataclasses.fields(base):
+                if f.name == name and isinstance(f.metadata.get("bounds"), Bounds):
+                    return f.metadata["bounds"]
+    return None
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -292,7 +377,15 @@ def load_yaml_mapping(path: str | Path) -> tuple[dict[str, Any], dict[str, int]]
         if here.is_dir():
             hint = f" Shipped recipes: {', '.join(sorted(p.name for p in here.glob('*.yaml')))}."
         raise RecipeError(f"recipe not found: {path}.{hint}")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise RecipeError(f"{path}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x}): a recipe is a YAML "
+                          "text file; save it as UTF-8, or check that the path names the recipe") from None
+    if "\0" in text:
+        line = text[: text.index("\0")].count("\n") + 1
+        raise RecipeError(f"{path}:{line}: a NUL byte: a recipe is a YAML text file, not a binary file")
     try:
         loader = _UniqueKeyLoader(text)
         try:
@@ -307,6 +400,8 @@ def load_yaml_mapping(path: str | Path) -> tuple[dict[str, Any], dict[str, int]]
         raise RecipeError(f"{where}: malformed YAML: {problem}") from None
     except yaml.YAMLError as exc:
         raise RecipeError(f"{path}: malformed YAML: {exc}") from None
+    except RecursionError:
+        raise RecipeError(f"{path}: nested too deeply to read (a recipe is a flat mapping of keys to values)") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator
 
 from gnt.bootstrap import BootstrapSettings  # its home is beside the functions it is passed to
-from gnt.recipe import RecipeError
+from gnt.recipe import Bounds, RecipeError
 
 DEFAULT_PREFIX_CACHING = True
 """Whether backends reuse the key/value cache of a shared prompt prefix (vLLM's prefix caching, the transformers
@@ -27,6 +27,10 @@ backend's prefix reuse) unless a recipe's ``enable_prefix_caching`` says otherwi
 (greedy, token for token); turning it off only costs time."""
 DEFAULT_MAX_NEW_TOKENS = 256
 """The token cap per reply unless a recipe says otherwise (recipe key ``max_new_tokens``)."""
+MAX_TOKENS = Bounds(1, 2**20, note="tokens; no model generates or reads more at once")
+"""The range of a count of tokens (a reply's cap, a context length)."""
+COUNT = Bounds(1, 2**20)
+"""The range of a count of things processed together (a batch, requests in flight, a chunk)."""
 
 BackendKind = Literal["transformers", "vllm", "http"]
 
@@ -92,15 +96,22 @@ class BackendSettings:
     backend: BackendKind = field(default="transformers", metadata={"help": "transformers, vllm or http"})
     dtype: str = field(default="auto", metadata={"help": DTYPE_HELP})
     device: str = field(default="auto", metadata={"help": "transformers: cpu, cuda, cuda:N or auto"})
-    batch_size: int = field(default=16, metadata={"help": "transformers: sequences generated together"})
+    batch_size: int = field(default=16, metadata={"help": "transformers: sequences generated together",
+                                                  "bounds": COUNT})
     trust_remote_code: bool = field(default=False, metadata={
         "help": "run a model repository's own Python code (turn on only for code you trust)"})
-    cpu_threads: int | None = field(default=None, metadata={"help": "torch threads on CPU (process-wide); null: torch's"})
-    tensor_parallel_size: int = field(default=1, metadata={"help": "vLLM: GPUs the model is split over"})
-    max_loras: int = field(default=4, metadata={"help": "adapters loaded at once (vLLM LoRA slots, transformers)"})
-    max_lora_rank: int | None = field(default=None, metadata={"help": "vLLM: largest adapter rank; null: from the adapters"})
-    max_model_len: int | None = field(default=None, metadata={"help": "vLLM: context length; null: the model's"})
-    gpu_memory_utilization: float = field(default=0.9, metadata={"help": "vLLM: share of GPU memory it may take"})
+    cpu_threads: int | None = field(default=None, metadata={
+        "help": "torch threads on CPU (process-wide); null: torch's", "bounds": Bounds(1, 1024)})
+    tensor_parallel_size: int = field(default=1, metadata={"help": "vLLM: GPUs the model is split over",
+                                                           "bounds": Bounds(1, 1024)})
+    max_loras: int = field(default=4, metadata={"help": "adapters loaded at once (vLLM LoRA slots, transformers)",
+                                                "bounds": Bounds(1, 1024)})
+    max_lora_rank: int | None = field(default=None, metadata={
+        "help": "vLLM: largest adapter rank; null: from the adapters", "bounds": Bounds(1, 65536)})
+    max_model_len: int | None = field(default=None, metadata={
+        "help": "vLLM: context length; null: the model's", "bounds": MAX_TOKENS})
+    gpu_memory_utilization: float = field(default=0.9, metadata={"help": "vLLM: share of GPU memory it may take",
+                                                                 "bounds": Bounds(0, 1, above=True)})
     enable_prefix_caching: bool = field(
         default=DEFAULT_PREFIX_CACHING, metadata={"help": "reuse shared prompt prefixes (vLLM and transformers)"}
     )
@@ -108,9 +119,11 @@ class BackendSettings:
     base_url: str | None = field(default=None, metadata={"help": "http: the server, e.g. http://localhost:8000/v1"})
     served_model: str | None = field(default=None, metadata={"help": "http: the model's name on the server"})
     api_key_env: str | None = field(default=None, metadata={"help": "http: environment variable holding the API key"})
-    concurrency: int = field(default=8, metadata={"help": "http: requests in flight"})
-    timeout_s: float = field(default=120.0, metadata={"help": "http: seconds per request"})
-    http_retries: int = field(default=5, metadata={"help": "http: retries of a failed request (errors, 429, 5xx)"})
+    concurrency: int = field(default=8, metadata={"help": "http: requests in flight", "bounds": Bounds(1, 4096)})
+    timeout_s: float = field(default=120.0, metadata={"help": "http: seconds per request, in all",
+                                                      "bounds": Bounds(0, 7 * 86400, above=True)})
+    http_retries: int = field(default=5, metadata={"help": "http: retries of a failed request (errors, 429, 5xx)",
+                                                   "bounds": Bounds(0, 100)})
     regex_field: Literal["structured_outputs", "guided_regex"] = field(
         default="structured_outputs", metadata={"help": "http: request field for a regex (guided_regex: vLLM < 0.12)"}
     )
@@ -131,8 +144,10 @@ class BackendSettings:
 class DecodingSettings:
     """How much is generated per request and how requests are cut into backend calls (greedy decoding)."""
 
-    max_new_tokens: int = field(default=DEFAULT_MAX_NEW_TOKENS, metadata={"help": "token cap per reply"})
-    chunk_size: int = field(default=256, metadata={"help": "requests per backend call and per cache write"})
+    max_new_tokens: int = field(default=DEFAULT_MAX_NEW_TOKENS, metadata={"help": "token cap per reply",
+                                                                          "bounds": MAX_TOKENS})
+    chunk_size: int = field(default=256, metadata={"help": "requests per backend call and per cache write",
+                                                   "bounds": COUNT})
 
     def validate_decoding(self) -> None:
         check_positive(self, "max_new_tokens", "chunk_size")

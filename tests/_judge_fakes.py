@@ -7,9 +7,10 @@ import re
 from collections.abc import Callable, Sequence
 
 from gnt.generation.base import Generation, GenerationBackend, GenerationRequest
+from gnt.judge.prompts import unquoted
 from gnt.judge.schema import NEUTRAL, judge_format, normalise_label, project
 
-_TARGET = re.compile(r"Target: (.*)\Z", re.S)
+_TARGET = re.compile(r"^Target: (.*)\Z", re.S | re.M)
 
 
 def format_of(request: GenerationRequest) -> str:
@@ -25,17 +26,19 @@ def target_of(request: GenerationRequest) -> str:
     assert role == "user"
     match = _TARGET.search(content)
     assert match, content
-    return match.group(1)
+    return unquoted(match.group(1))
 
 
-def reply_for(label: str, fmt: str) -> str:
-    """A schema-valid reply with the given 3-way (or 2-way) label, projected onto ``fmt``."""
+def reply_for(label: str, fmt: str, target: str | None = None) -> str:
+    """A schema-valid reply with the given 3-way (or 2-way) label, projected onto ``fmt``; its phrase is the first
+    word of ``target`` when given (a judge's phrases are words of the translation)."""
     label = normalise_label(label)
+    first = (target or "").split()[0] if (target or "").split() else None
     if label == NEUTRAL:
-        phrase = {"phrase": "la persona", "gender": "N", "gender_correctness": "correct"}
+        phrase = {"phrase": first or "la persona", "gender": "N", "gender_correctness": "correct"}
     else:
         wrong = label == "WRONGLY GENDERED"
-        phrase = {"phrase": "il signore", "gender": "M", "gender_correctness": "wrong" if wrong else "correct"}
+        phrase = {"phrase": first or "il signore", "gender": "M", "gender_correctness": "wrong" if wrong else "correct"}
     full_label = "CORRECTLY GENDERED" if label == "GENDERED" else label
     return json.dumps(project({"phrases": [phrase], "label": full_label}, judge_format(fmt)))
 
@@ -70,7 +73,7 @@ class ScriptedBackend(GenerationBackend):
                 out.append(fault if isinstance(fault, Generation) else Generation(fault))
                 continue
             label = self.labels(target) if callable(self.labels) else self.labels[target]
-            out.append(Generation(reply_for(label, format_of(request))))
+            out.append(Generation(reply_for(label, format_of(request), target)))
         return out
 
 

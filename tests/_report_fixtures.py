@@ -14,6 +14,7 @@ import json
 import random
 import struct
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 from gnt.io import write_json
@@ -74,8 +75,12 @@ def make_results(
     extras: bool = True,
     langs: tuple[str, ...] = LANGS,
     xcomet: bool = False,
+    rewrite: Callable[[dict], dict] | None = None,
 ) -> Path:
     """Write ``summary.json`` and base + checkpoint folders under ``out``; returns ``out``.
+
+    ``rewrite`` changes each generation record before it is written (through the folder's writer, so the folder
+    stays whole: a test that edited the file afterwards would see the model left out as damaged).
 
     With ``judge`` the folders hold a judge part (judgments and the judge's metrics); with ``xcomet`` an xCOMET
     part computed by the xCOMET module's own functions.
@@ -138,6 +143,8 @@ def make_results(
                 **_json_or_empty(run_dir / f"checkpoint-{step}" / "gnt_run.json"), "stage": stage, "seed": 42},
         }
         bootstrap = BootstrapSettings(200, 0)
+        if rewrite is not None:
+            records = [rewrite(dict(r)) for r in records]
         folder.write(GRID, {"generations.jsonl": records, "metrics.json": grid_metrics(
             records, model=name, global_step=step, leakage=leakage, bootstrap=bootstrap)}, record)
         if judge:

@@ -34,6 +34,8 @@ class Reply:
     delay_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     drop: bool = False
+    drip_s: float = 0.0
+    """Send the body 64 bytes at a time, this many seconds apart (a server that trickles its reply)."""
 
 
 def completion(content: str, model: str = "test-model", finish_reason: str = "stop") -> dict:
@@ -107,7 +109,8 @@ class OpenAITestServer:
             def log_message(self, *args) -> None:  # keep test output clean
                 return
 
-            def _send(self, status: int, payload: bytes, headers: dict[str, str], content_type: str) -> None:
+            def _send(self, status: int, payload: bytes, headers: dict[str, str], content_type: str,
+                      drip_s: float = 0.0) -> None:
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", content_type)
@@ -115,7 +118,12 @@ class OpenAITestServer:
                     for name, value in headers.items():
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(payload)
+                    if not drip_s:
+                        self.wfile.write(payload)
+                    for start in range(0, len(payload), 64) if drip_s else ():
+                        self.wfile.write(payload[start : start + 64])
+                        self.wfile.flush()
+                        time.sleep(drip_s)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client timed out and went away: that is what the test wanted
 
@@ -152,7 +160,7 @@ class OpenAITestServer:
                         content = reply.content if reply.content is not None else server.responder(body).content
                         payload = json.dumps(completion(content or "", body.get("model", "test-model"))).encode()
                         kind = "application/json"
-                    self._send(reply.status, payload, reply.headers, kind)
+                    self._send(reply.status, payload, reply.headers, kind, reply.drip_s)
                 finally:
                     with server._lock:
                         server.in_flight -= 1

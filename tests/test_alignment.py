@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from gnt.alignment.onpolicy import OnPolicyConfig, pair_groups, run_onpolicy
-from gnt.alignment.rewards import RewardSpec, Sample, adequacy_reward, judge_reward, label_reward, read_samples
+from gnt.alignment.rewards import (
+    RewardSpec,
+    Sample,
+    adequacy_reward,
+    judge_reward,
+    label_reward,
+    read_samples,
+)
 from gnt.data.entry import Entry
 from gnt.io import read_json, read_jsonl
 from gnt.recipe import RecipeError

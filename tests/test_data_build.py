@@ -248,7 +248,7 @@ def test_out_folder_with_user_files_is_refused_and_kept(tmp_path: Path, capsys: 
     (out / "runs").mkdir(parents=True)
     (out / "runs" / "keep").write_text("k\n")
     message = _cli_error(["--out", str(out), "--langs", "it", "--templated-pairs", "0", "--no-progress"], capsys)
-    assert "not written by data/build.py" in message
+    assert "already holds files this project did not write (runs)" in message
     assert (out / "runs" / "keep").read_text() == "k\n" and sorted(p.name for p in out.iterdir()) == ["runs"]
 
 

@@ -343,7 +343,7 @@ def test_a_dead_http_server_fails_the_run(tiny_model_dir: Path, tmp_path: Path) 
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    config = _base_only(tiny_model_dir, tmp_path / "eval", [("backend", "http"),
+    config = _base_only(tiny_model_dir, tmp_path / "eval", [("backend", "http"), ("served_model", "tiny"),
                         ("base_url", f"http://127.0.0.1:{port}/v1"), ("max_retries", "0"), ("timeout_s", "2")])
     with pytest.raises(GenerationFailure, match="model\\(s\\) failed"):
         run_sweep(config)
@@ -351,7 +351,7 @@ def test_a_dead_http_server_fails_the_run(tiny_model_dir: Path, tmp_path: Path) 
 
 
 def test_nonsense_decoding_lengths_are_refused(tiny_model_dir: Path, tmp_path: Path) -> None:
-    with pytest.raises(RecipeError, match="max_new_tokens must be at least 1 \\(got -1\\)"):
+    with pytest.raises(RecipeError, match="max_new_tokens: -1: give a value in \\[1, 1048576\\]"):
         _base_only(tiny_model_dir, tmp_path, [("max_new_tokens", "-1")])
 
 

@@ -9,6 +9,7 @@ from http_server import OpenAITestServer, Reply
 
 from gnt.generation.http_backend import HTTPBackend
 from gnt.judge.llm_judge import JudgeCache, JudgeItem, JudgeSettings, LLMJudge
+from gnt.judge.prompts import unquoted
 
 ITEMS = [
     JudgeItem("it", "The citizens are tired.", "I cittadini sono stanchi."),
@@ -18,10 +19,10 @@ LABELS = {"I cittadini sono stanchi.": "WRONGLY GENDERED", "Frau Haug hat recht.
 
 
 def responder(body: dict) -> Reply:
-    target = body["messages"][-1]["content"].split("Target: ", 1)[1]
+    target = unquoted(body["messages"][-1]["content"].split("Target: ", 1)[1])
     props = body["response_format"]["json_schema"]["schema"]["properties"]
     fmt = "CROSS-P+L" if "phrases" in props else "CROSS-L"
-    return Reply(content=reply_for(LABELS[target], fmt))
+    return Reply(content=reply_for(LABELS[target], fmt, target))
 
 
 def _backend(server: OpenAITestServer) -> HTTPBackend:

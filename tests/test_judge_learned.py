@@ -102,14 +102,14 @@ def test_the_build_writes_judge_rows_from_training_and_dev_sources_only(judge_bu
     row = train[0]
     assert row["completion"] == [{"role": "assistant", "content": json.dumps({"label": row["label"]}, ensure_ascii=False)}]
     assert row["prompt"][-1]["content"].startswith("Source: ") and row["cell"].startswith("judge/")
+    assert json.loads(row["prompt"][-1]["content"].split("\n")[0].removeprefix("Source: "))  # delimited text
     by_origin = judge["counts"]["train"]["by_origin"]
     assert by_origin["templated"] <= 0.5 * by_origin["mgente"] + 4, "templated rows are capped per language"
 
 
 def test_distilled_judgments_are_learned_only_from_training_sources(judge_build: Path, tmp_path: Path) -> None:
-    train = read_jsonl(judge_build / "judge" / "train.jsonl")
     references = read_jsonl(judge_build / "eval" / "judge_references.jsonl")
-    source = train[0]["prompt"][-1]["content"].split("\n")[0].removeprefix("Source: ")
+    source = read_jsonl(judge_build / "eval" / "mgente_train.jsonl")[0]["source"]  # a training source
     cache = tmp_path / "judgments.jsonl"
     good = {"lang": "it", "source": source, "translation": "Una traduzione qualsiasi.", "label": "NEUTRAL"}
     cache.write_text(json.dumps(good) + "\n")

@@ -69,7 +69,7 @@ def test_faults_are_retried_with_rising_temperature_then_recorded():
     assert not third.ok and third.error == "judge_error" and third.error_kind == "invalid_json"
     assert third.raw == "not json" and third.attempts == 4 and third.label is None and third.neutral is None
     assert len(set(third.request_keys)) == 4  # a new request key at every retry
-    temps = [r.params.temperature for r in backend.requests if r.messages[-1][1].endswith("tiene razón.")]
+    temps = [r.params.temperature for r in backend.requests if r.messages[-1][1].endswith('tiene razón."')]
     assert temps == [0.0, 0.2, 0.4, 0.6]
     stats = judge.stats.to_dict()
     assert stats["ok"] == 2 and stats["errors"] == 1 and stats["errors_by_kind"] == {"invalid_json": 1}

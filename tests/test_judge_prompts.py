@@ -38,10 +38,10 @@ def test_messages_follow_the_published_layout(lang, name):
     assert messages[0]["role"] == "system" and len(messages) == 1 + 2 * 8 + 1
     assert [m["role"] for m in messages[1:]] == ["user", "assistant"] * 8 + ["user"]
     if prompt.fmt.cross:
-        assert messages[-1]["content"] == "Source: The citizens are tired.\nTarget: TARGET TEXT"
-        assert messages[1]["content"].startswith("Source: ") and "\nTarget: " in messages[1]["content"]
+        assert messages[-1]["content"] == 'Source: "The citizens are tired."\nTarget: "TARGET TEXT"'
+        assert messages[1]["content"].startswith('Source: "') and '\nTarget: "' in messages[1]["content"]
     else:
-        assert messages[-1]["content"] == "Target: TARGET TEXT"
+        assert messages[-1]["content"] == 'Target: "TARGET TEXT"'
         assert "Source:" not in messages[1]["content"]
     for turn in messages[2:-1:2]:  # every exemplar answer is valid in this format, even under the strict schema
         reply = json.loads(turn["content"])

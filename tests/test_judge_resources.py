@@ -64,7 +64,7 @@ def test_shots_become_exemplar_turns_in_their_own_format(fmt):
     first = json.loads(turns[1]["content"])
     assert first["label"] == ("CORRECTLY GENDERED" if fmt.startswith("CROSS") else "GENDERED")
     assert ("phrases" in first) == fmt.endswith("P+L")
-    assert turns[0]["content"].startswith("Source: Mrs Rossi" if fmt.startswith("CROSS") else "Target: La signora Rossi")
+    assert turns[0]["content"].startswith('Source: "Mrs Rossi' if fmt.startswith("CROSS") else 'Target: "La signora Rossi')
     assert prompt.system.startswith("You judge")
 
 

@@ -61,8 +61,12 @@ def _executable(path: Path, body: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
-def _stand_in_run(folder: Path, step: int) -> None:
-    """What a finished training run leaves for the evaluation to discover (the real ones need the 7B model)."""
+def _stand_in_run(folder: Path, step: int, stage: str) -> None:
+    """What a finished training run leaves for the evaluation to discover (the real ones need the 7B model),
+    claimed as that stage's run folder as training claims it."""
+    from gnt.output_folder import claim_output_folder
+
+    claim_output_folder(folder, stage)
     adapter = {"base_model_name_or_path": "Qwen/Qwen2.5-7B-Instruct", "peft_type": "LORA", "r": 16}
     for where in (folder, folder / f"checkpoint-{step}"):
         where.mkdir(parents=True, exist_ok=True)
@@ -79,8 +83,8 @@ def sandbox(tmp_path_factory) -> Path:
         _executable(root / path, f'exec "$QS_PYTHON" "$QS_HARNESS" {tool} "$@"')
     for name, body in FAKES.items():
         _executable(root / ".fakebin" / name, body)
-    _stand_in_run(root / "runs" / "qwen-sft", 5)
-    _stand_in_run(root / "runs" / "qwen-dpo", 5)
+    _stand_in_run(root / "runs" / "qwen-sft", 5, "sft")
+    _stand_in_run(root / "runs" / "qwen-dpo", 5, "dpo")
     return root
 
 

@@ -390,7 +390,8 @@ def test_a_negative_duration_is_one_error_line_before_anything_is_claimed(tmp_pa
     mark_training_done(queue, "sft", 3)
     assert _watch_cli().main([str(queue), "command=echo {checkpoint}", "timeout_s=4", key]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith(f"error: {key.split('=')[0]}=") and "seconds >= 0" in err[-1]
+    name = key.split("=")[0]
+    assert err[-1].startswith((f"error: {name}=", f"error: override '{name}': {name}: ")) and "seconds" in err[-1]
     assert "Traceback" not in "\n".join(err) and not list(queue.rglob("*.claim"))
 
 

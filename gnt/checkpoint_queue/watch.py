@@ -96,7 +96,7 @@ def pending_items(queue_dir: str | Path, stale_claim_s: float | None = None) -> 
     now = time.time()
     out = []
     for item in queued_items(queue_dir):
-        if item.done_path.exists():
+        if done_record(item) is not None:
             continue
         if item.claim_path.exists():
             try:
@@ -135,15 +135,39 @@ def mark_done(item: QueueItem, record: dict) -> None:
     os.replace(tmp, item.done_path)
 
 
+def done_record(item: QueueItem) -> dict | None:
+    """The done marker's record, or None when the checkpoint is not done.
+
+    A marker that does not read as a record with a status (cut short, garbled) is not taken as done: it is moved
+    aside to ``checkpoint-N.damaged.json`` with a warning, and the checkpoint is evaluated again.
+    """
+    try:
+        text = item.done_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if isinstance(record, dict) and isinstance(record.get("status"), str):
+        return record
+    aside = item.path.with_name(item.path.name + ".damaged.json")
+    try:
+        os.replace(item.done_path, aside)
+    except FileNotFoundError:
+        return None  # another watcher moved it first
+    item.claim_path.unlink(missing_ok=True)
+    log.warning("watch: %s is damaged (not a done record): %s is evaluated again (the damaged file is kept as %s)",
+                item.done_path, item.name, aside.name)
+    return None
+
+
 def failed_items(queue_dir: str | Path) -> list[QueueItem]:
     """Queued checkpoints whose done marker records a failed evaluation."""
     out = []
     for item in queued_items(queue_dir):
-        try:
-            record = json.loads(item.done_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if record.get("status") != "ok":
+        record = done_record(item)
+        if record is not None and record["status"] != "ok":
             out.append(item)
     return out
 

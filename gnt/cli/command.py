@@ -18,6 +18,7 @@ layer parses a command line.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import errno
@@ -34,7 +35,8 @@ from typing import Any
 
 from gnt.cli.help import CONVENTION, attribute_docs, keys_section, synonyms_by_key
 from gnt.deprecated import Deprecated, switches, warn_once, word
-from gnt.recipe import RecipeError, RecipeSchema, ResolvedRecipe, construct, resolve_recipe
+from gnt.recipe import Bounds, RecipeError, RecipeSchema, ResolvedRecipe, construct, resolve_recipe
+from gnt.redact import install_log_redaction, redact
 
 HELP_TOKENS = ("-h", "--help")
 KEYS_TOKEN = "--help-keys"
@@ -200,6 +202,8 @@ class Command:
     """Fields of the settings classes that are not keys (set from the subject, or by code)."""
     defaults: Mapping[str, Any] = field(default_factory=dict)
     """Defaults that differ from the classes' own, applied below the recipe (training: ``use_peft: true``)."""
+    bounds: Mapping[str, Bounds] = field(default_factory=dict)
+    """Ranges of numeric keys whose classes declare none (TRL's fields): :class:`gnt.recipe.Bounds`."""
     elsewhere: Callable[[], Mapping[str, str]] | None = None
     """Keys of other commands, with a hint where they belong (``beta`` → train/dpo.py)."""
     description: str = ""
@@ -236,7 +240,7 @@ class Command:
         kwargs: dict[str, Any] = {}
         if self.description:
             kwargs["description"] = self.description
-        schema = RecipeSchema.from_dataclasses(classes, **kwargs)
+        schema = RecipeSchema.from_dataclasses(classes, bounds=self.bounds, **kwargs)
         for name in self.exclude:
             schema.keys.pop(name, None)
         schema.aliases = {old: new for old, new in schema.aliases.items() if new in schema.keys}
@@ -452,8 +456,16 @@ class Command:
     # -- running ------------------------------------------------------------------------------------------------
 
     def main(self, argv: Sequence[str] | None = None) -> int:
-        """Run the command line; the project's errors become one ``error:`` line and their exit status."""
+        """Run the command line: the one place where every command's failures become one ``error:`` line with
+        what to do, and an exit status.
+
+        The project's errors carry their status; a Ctrl-C says how to resume (no traceback of whatever library
+        was running); an operating-system error names its file and, for a full disk, what to free; a file that
+        cannot be read as what it should be (not UTF-8, nested too deeply) says so. Anything else is a bug: its
+        traceback is shown. Every log line is redacted (:mod:`gnt.redact`), HTTP libraries' own included.
+        """
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+        install_log_redaction()
         argv = list(sys.argv[1:] if argv is None else argv)
         command = self
         try:
@@ -464,18 +476,35 @@ class Command:
             if command.run is None:
                 raise RecipeError(f"give an action: {' | '.join(command.actions)}\n{command.usage()}")
             status = command.run(call)
+        except KeyboardInterrupt:
+            _close_progress_bars()
+            print(f"error: interrupted. {RESUME_HINT}", file=sys.stderr, flush=True)
+            return EXIT_INTERRUPTED
         except Exception as exc:
             code = exit_status(exc, command.exits)
             if code is None:
                 raise
-            print(f"error: {error_text(exc)}", file=sys.stderr, flush=True)
+            _close_progress_bars()
+            print(f"error: {redact(error_text(exc))}", file=sys.stderr, flush=True)
             return code
         return int(status or 0)
 
 
+def _close_progress_bars() -> None:
+    """Close the progress bars an error left open (a trainer's, a sweep's), so the ``error:`` line starts a line."""
+    tqdm = sys.modules.get("tqdm")
+    for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", None) or ()):
+        with contextlib.suppress(Exception):  # a bar that cannot close must not hide the error
+            bar.close()
+
+
+EXIT_INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT, as shells report it)."""
+RESUME_HINT = ("Finished work is kept: run the same command again to go on (training resumes from its last complete "
+               "checkpoint; an evaluation computes only what is missing; a data build starts again)")
 DISK_HINTS = {
-    errno.ENOSPC: "the disk is full: free space or write elsewhere, then rerun (finished work is kept)",
-    errno.EDQUOT: "the disk quota is used up: free space or write elsewhere, then rerun (finished work is kept)",
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
     errno.EROFS: "that file system is read-only: write elsewhere",
     errno.EACCES: "no permission to write there: write elsewhere or fix the folder's permissions",
 }
@@ -483,14 +512,45 @@ DISK_HINTS = {
 
 def error_text(exc: BaseException) -> str:
     """The ``error:`` line of an error: its message, and for a disk error what to do about it."""
-    hint = DISK_HINTS.get(getattr(exc, "errno", None)) if isinstance(exc, OSError) else None
+    if isinstance(exc, (UnicodeDecodeError, RecursionError)):
+        return unreadable_text(exc)
+    if not isinstance(exc, OSError):
+        return str(exc)
+    number = getattr(exc, "errno", None)
+    hint = DISK_HINTS.get(number)
+    if number in (errno.ENOSPC, errno.EDQUOT):
+        hint = f"{hint}: {free_space_hint(exc.filename)}"
     return f"{exc} ({hint})" if hint else str(exc)
+
+
+def free_space_hint(filename: Any) -> str:
+    """What to do on a full disk: how much is free where the file was written, and that finished work is kept."""
+    import shutil
+
+    where = Path(filename) if filename else Path.cwd()
+    folder = next((p for p in (where, *where.parents) if p.is_dir()), Path.cwd())
+    try:
+        free = shutil.disk_usage(folder).free
+        have = f"{free / 2**30:.1f} GiB free on the disk of {folder}; "
+    except OSError:
+        have = ""
+    return (f"{have}free space there (old checkpoints, caches, outputs) or write elsewhere, then run the same "
+            "command again (finished work is kept)")
+
+
+def unreadable_text(exc: BaseException) -> str:
+    """A file that is not text, or is nested beyond what can be read, as one line (the readers that know the file
+    name say it themselves; this is the last resort)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return (f"a file is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at position {exc.start}): save it "
+                "as UTF-8, or check that the path names the file you meant")
+    return "a file is nested too deeply to be read (thousands of levels): it is damaged or not what was meant"
 
 
 def exit_status(exc: BaseException, exits: Mapping[type, int]) -> int | None:
     """The exit status of an error: its class's ``exit_code`` (the project's errors), else the command's mapping
     of built-in exceptions, else 1 for an operating-system error (a full or read-only disk, a missing file: one
-    ``error:`` line in every command), else None (a bug: the traceback is shown)."""
+    ``error:`` line in every command), 2 for an unreadable file, else None (a bug: the traceback is shown)."""
     code = getattr(type(exc), "exit_code", None)
     if isinstance(code, int):
         return code
@@ -499,6 +559,8 @@ def exit_status(exc: BaseException, exits: Mapping[type, int]) -> int | None:
             return status
     if isinstance(exc, OSError):
         return EXIT_FAILURE
+    if isinstance(exc, (UnicodeDecodeError, RecursionError)):
+        return 2
     return None
 
 

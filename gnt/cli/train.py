@@ -71,12 +71,12 @@ def _run(stage: str):
 
 
 def _command(stage: str, line: str) -> Command:
-    from gnt.training.config import STAGE_DEFAULTS, STAGE_KEYS
+    from gnt.training.config import STAGE_DEFAULTS, STAGE_KEYS, TRAINER_BOUNDS
 
     return Command(
         name=stage, script=f"train/{stage}.py", line=line, settings=_settings(stage), run=_run(stage),
         summary=__doc__ or "", recipe="a training recipe (recipes/*.yaml) of these keys",
-        defaults=STAGE_DEFAULTS, elsewhere=_elsewhere(stage), description=STAGE_KEYS,
+        defaults=STAGE_DEFAULTS, elsewhere=_elsewhere(stage), description=STAGE_KEYS, bounds=TRAINER_BOUNDS,
     )
 
 

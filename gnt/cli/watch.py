@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gnt.cli.command import Call, Command, Subject
-from gnt.recipe import RecipeError
+from gnt.recipe import Bounds, RecipeError
 
 log = logging.getLogger("gnt.watch")
 
@@ -38,7 +38,8 @@ class WatchOptions:
     out_dir: str | None = field(default=None, metadata={
         "help": "results folder (the evaluation recipe's out_dir; {out} in command)"})
     include_base: bool = field(default=True, metadata={"help": "also evaluate the base model (with a RECIPE)"})
-    poll_s: float = field(default=10.0, metadata={"help": "seconds between queue scans"})
+    poll_s: float = field(default=10.0, metadata={"help": "seconds between queue scans",
+                                                  "bounds": Bounds(0, 86400, above=True, give="a number of seconds > 0, at most a day (0 would scan without pause)")})
     timeout_s: float | None = field(default=None, metadata={"help": "stop after this many seconds (null: never)"})
     once: bool = field(default=False, metadata={"help": "evaluate what is queued now, then exit"})
     stale_claim_s: float | None = field(default=None, metadata={

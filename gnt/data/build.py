@@ -36,6 +36,7 @@ from gnt.data.splits import SPLITS, Split, check_no_leak, split_entries
 from gnt.data.training_rows import DPO_KINDS, TrainingPrompts, dpo_rows, sft_rows
 from gnt.filenames import MANIFEST
 from gnt.io import atomic_directory, read_json, sha256_file, write_json
+from gnt.output_folder import check_output_folder
 from gnt.paths import JUDGE_DIR, SAMPLE_DIR
 from gnt.prompts.grid import CONFIGS, SHOT_COUNTS, PromptGrid
 from gnt.records import environment_record
@@ -269,10 +270,9 @@ def check_replaceable(config: BuildConfig) -> None:
         if value and Path(value).exists() and _inside(Path(value).resolve(), out):
             raise DataError(f"out_dir={config.out_dir} contains the input {flag}={value}; the build replaces its output "
                             "folder whole, so write it elsewhere (e.g. out_dir=outputs/data)")
+    check_output_folder(config.out_dir, "data", "out_dir", replaced_whole=True)  # the rule every writer follows
     if not out.exists():
         return
-    if not out.is_dir():
-        raise DataError(f"out_dir={config.out_dir} is a file, not a folder")
     present = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() or p.is_symlink()}
     if not present and not any(out.iterdir()):
         return
@@ -286,9 +286,9 @@ def check_replaceable(config: BuildConfig) -> None:
     elif _legacy_build(out):
         listed = set(LEGACY_FILES)
     if listed is None:
-        raise DataError(f"out_dir={config.out_dir} already exists and was not written by data/build.py (no {MARKER} "
-                        "marker); the build replaces its output folder whole, so choose a new out_dir or move that "
-                        "folder away yourself")
+        raise DataError(f"out_dir={config.out_dir} already exists and was not written by data/build.py (its {MARKER} "
+                        "marker is unreadable); the build replaces its output folder whole, so choose a new out_dir "
+                        "or move that folder away yourself")
     foreign = sorted(present - listed - {MARKER})
     if foreign:
         more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""

@@ -9,6 +9,7 @@ being absent or empty; it never guesses a missing reference or gender.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -76,6 +77,10 @@ def rows_to_entries(
         for name in ("ID", "SRC", "REF-G", "REF-N"):
             if not field(name):
                 row_errors.append(DataError(f"empty {name}", where, line, name))
+        for name, value in row.items():
+            problem = control_character(str(value)) if value is not None else None
+            if problem:
+                row_errors.append(DataError(problem, where, line, name))
         set_name = field("SET")
         if set_name not in ("Set-G", "Set-N"):
             row_errors.append(DataError(f"unknown SET value {set_name!r}; expected 'Set-G' or 'Set-N'", where, line, "SET"))
@@ -115,6 +120,17 @@ def rows_to_entries(
     if errors:
         raise DataErrors(errors)
     return entries
+
+
+def control_character(text: str) -> str | None:
+    """What is wrong with a text holding a control character (NUL, escape, DEL, ...), or None. Such a character is
+    no part of a sentence: it would reach the training rows and prompts as it is, and no model should learn it."""
+    for position, char in enumerate(text, start=1):
+        if unicodedata.category(char) == "Cc" and char not in "\t\n\r":
+            name = unicodedata.name(char, None) or {"\0": "NUL", "\x1b": "ESCAPE", "\x7f": "DELETE"}.get(char, "")
+            return (f"control character U+{ord(char):04X}{f' ({name})' if name else ''} at character {position}: "
+                    "remove it from the file")
+    return None
 
 
 def _decode_lines(path: Path) -> list[str]:

@@ -79,8 +79,9 @@ def build_backend(
             model_id=model_id,
         )
     if s.backend == "http":
-        from gnt.generation.http_backend import HTTPBackend
+        from gnt.generation.http_backend import HTTPBackend, check_served_model
 
+        check_served_model(model, s.served_model)
         return HTTPBackend(
             s.base_url or "",
             s.served_model or model,

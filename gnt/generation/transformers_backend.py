@@ -23,6 +23,11 @@ steps run beyond that; ``generate`` cannot drop finished rows from a batch, they
 that fails (e.g. out of memory) is split in halves and retried, so one bad request yields one error, not a lost
 batch.
 
+A request whose prompt and ``max_new_tokens`` do not fit the model's context (``max_position_embeddings``) is not
+generated: past its last position a model reads positions it was never trained on and writes noise, without a
+word. It becomes an error of its own (``context_exceeded: ...``, counted like every failed generation) and the
+run says once how many there were.
+
 On CPU, torch uses as many threads as the process may run on (its CPU affinity) unless ``cpu_threads`` says
 otherwise; the setting is process-wide and restored by :meth:`TransformersBackend.close`.
 """
@@ -265,6 +270,7 @@ class TransformersBackend(GenerationBackend):
                 prompts[index] = self.tokenizer(self.prompt_text(request), add_special_tokens=False)["input_ids"]
             except Exception as exc:  # noqa: BLE001 - a template error is this request's failure only
                 results[index] = Generation("", error=f"prompt rendering failed: {exc}")
+        self._refuse_beyond_context(requests, prompts, results)
         token_ids: list[list[int]] = [[] for _ in requests]
         groups: dict[tuple, list[int]] = {}
         for index, request in enumerate(requests):
@@ -283,6 +289,34 @@ class TransformersBackend(GenerationBackend):
                         token_ids[index] = tokens
         self.last_token_ids = token_ids
         return [r if r is not None else Generation("", error="not generated") for r in results]
+
+    def context_length(self) -> int | None:
+        """The most positions the model was made for (its config's ``max_position_embeddings``), or None."""
+        config = self._ensure_model().config
+        text = config.get_text_config() if hasattr(config, "get_text_config") else config
+        value = getattr(text, "max_position_embeddings", None)
+        return value if isinstance(value, int) and value > 0 else None
+
+    def _refuse_beyond_context(self, requests: Sequence[GenerationRequest], prompts: list[list[int] | None],
+                               results: list[Generation | None]) -> None:
+        """Requests whose prompt plus ``max_new_tokens`` exceed the context become ``context_exceeded`` errors."""
+        if not any(p is not None for p in prompts):
+            return
+        limit = self.context_length()
+        refused = 0
+        for index, prompt in enumerate(prompts):
+            if limit is None or prompt is None:
+                continue
+            wanted = len(prompt) + requests[index].params.max_new_tokens
+            if wanted > limit:
+                results[index] = Generation("", error=f"context_exceeded: a {len(prompt)}-token prompt and "
+                                                      f"max_new_tokens={requests[index].params.max_new_tokens} need "
+                                                      f"{wanted} positions; the model has {limit}")
+                prompts[index] = None
+                refused += 1
+        if refused:
+            log.warning("%d of %d requests do not fit the model's %d-position context (prompt + max_new_tokens): "
+                        "not generated, counted as errors (context_exceeded)", refused, len(requests), limit)
 
     # -- planning: clusters, prefixes, batches -------------------------------------------------------------
 

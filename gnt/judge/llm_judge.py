@@ -39,6 +39,7 @@ from gnt.generation.base import (
 )
 from gnt.io import hash_json
 from gnt.jsonl_cache import JsonlCache
+from gnt.judge.phrases import phrase_missing
 from gnt.judge.prompts import JudgePrompt, load_prompt, render_reply
 from gnt.judge.schema import (
     DEFAULT_FORMAT,
@@ -57,8 +58,9 @@ from gnt.settings import DecodingSettings
 log = logging.getLogger(__name__)
 
 JUDGE_ERROR = "judge_error"
-ErrorKind = Literal["backend_error", "invalid_json", "schema_violation", "empty_phrases"]
-ERROR_KINDS: tuple[str, ...] = ("backend_error", "invalid_json", "schema_violation", "empty_phrases")
+ErrorKind = Literal["backend_error", "invalid_json", "schema_violation", "empty_phrases", "phrase_not_in_translation"]
+ERROR_KINDS: tuple[str, ...] = ("backend_error", "invalid_json", "schema_violation", "empty_phrases",
+                                "phrase_not_in_translation")
 
 
 @dataclass(frozen=True)
@@ -137,11 +139,14 @@ def _json_object_text(text: str) -> str:
     return stripped[start:] if start >= 0 else stripped
 
 
-def parse_reply(text: str, fmt: str | JudgeFormat) -> ParsedReply:
-    """Read a judge reply: JSON object → label normalisation → empty-phrases check → full-schema validation.
+def parse_reply(text: str, fmt: str | JudgeFormat, translation: str | None = None) -> ParsedReply:
+    """Read a judge reply: JSON object → label normalisation → empty-phrases check → full-schema validation →
+    (given the ``translation``) every phrase occurs in it.
 
     Text after the closing brace is ignored (a chatty API model); a label written in another case or as an alias
-    (``cg``, ``neutral``) is normalised before validation, since it is unambiguous.
+    (``cg``, ``neutral``) is normalised before validation, since it is unambiguous. A phrase whose words are not
+    words of the translation (an invented phrase, or one an injected text made the judge copy from elsewhere) is
+    a ``phrase_not_in_translation`` error, retried like any invalid reply (:mod:`gnt.judge.phrases`).
     """
     fmt = judge_format(fmt)
     body = _json_object_text(text or "")
@@ -158,6 +163,9 @@ def parse_reply(text: str, fmt: str | JudgeFormat) -> ParsedReply:
     problems = schema_errors(obj, fmt)
     if problems:
         return ParsedReply(None, "schema_violation", "; ".join(problems[:5]))
+    missing = phrase_missing(obj, translation) if translation is not None else None
+    if missing is not None:
+        return ParsedReply(None, "phrase_not_in_translation", f"phrase {missing!r} does not occur in the translation")
     return ParsedReply(obj)
 
 
@@ -492,7 +500,7 @@ class LLMJudge:
         if generation.error:
             kind, detail = "backend_error", generation.error
         else:
-            parsed = parse_reply(generation.text, self.fmt)
+            parsed = parse_reply(generation.text, self.fmt, judgment.translation)
             if parsed.value is not None:
                 judgment.label = parsed.value["label"]
                 judgment.neutral = is_neutral(judgment.label)

@@ -87,10 +87,15 @@ class JudgePrompt:
     warnings: tuple[DataError, ...] = field(default=(), compare=False)
 
     def user_turn(self, source: str, translation: str) -> str:
-        """``Source: ...\\nTarget: ...`` for CROSS formats, ``Target: ...`` for MONO (docs/judge.md)."""
+        """``Source: "..."\\nTarget: "..."`` for CROSS formats, ``Target: "..."`` for MONO (docs/judge.md).
+
+        The source and the translation are untrusted text (a model wrote the translation), so each is delimited as
+        a JSON string (:func:`quoted`): a translation holding a line break and a forged ``Target:`` line stays
+        inside its quotes, escaped, and can never pass for a second item or for the real translation.
+        """
         if self.fmt.cross:
-            return f"Source: {source}\nTarget: {translation}"
-        return f"Target: {translation}"
+            return f"Source: {quoted(source)}\nTarget: {quoted(translation)}"
+        return f"Target: {quoted(translation)}"
 
     @cached_property
     def _turns(self) -> tuple[tuple[str, str], ...]:
@@ -118,6 +123,17 @@ class JudgePrompt:
         cache key, and what a trained judge adapter records it learned (any change is a different prompt)."""
         return hash_json({"format": self.fmt.name, "system": self.system, "turns": self.exemplar_turns(),
                           "item": self.user_turn("{source}", "{translation}")})
+
+
+def quoted(text: str) -> str:
+    """Untrusted text as one JSON string literal: in quotes, with quotes, backslashes, line breaks and control
+    characters escaped (non-ASCII kept, so the judge reads the words as they are)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def unquoted(field: str) -> str:
+    """Inverse of :func:`quoted` (for whoever reads a user turn back: tests, fake judges)."""
+    return json.loads(field)
 
 
 def render_reply(obj: dict[str, Any]) -> str:

@@ -9,6 +9,8 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from gnt.io import disk_full_error, folder_damage, is_disk_full, plain_mode
+
 MARKER = "gnt_model.json"
 """Every finished model folder carries this file; a folder without it is not a finished build."""
 
@@ -36,20 +38,39 @@ def is_built(folder: Path) -> bool:
     return (folder / MARKER).is_file()
 
 
+class DamagedModel(ValueError):
+    """A finished model folder of the cache whose files no longer read whole: one line saying what to delete."""
+
+    exit_code = 2
+
+
 def build_cached(final: Path, build: Callable[[Path], object]) -> Path:
     """Return ``final``, building it with ``build(tmp_dir)`` first if it is not there yet.
 
     The build goes into a temporary sibling folder that is renamed into place only once it is complete, so a
     crash never leaves a half-written model behind and concurrent builders do not see each other's partial work
-    (the loser of a race discards its copy).
+    (the loser of a race discards its copy). A finished folder whose files were damaged since (a truncated
+    tokenizer) is :class:`DamagedModel`, naming the folder to delete: rerunning alone would only fail again. A disk
+    that fills during the build is an ``OSError(ENOSPC)`` naming the cache folder. The folder gets the permissions
+    of a plainly made one (the umask's), so a group sharing the cache can read it.
     """
     final = Path(final)
     if is_built(final):
+        damage = folder_damage(final)
+        if damage:
+            raise DamagedModel(f"the cached model {final} is damaged ({damage}): delete that folder (rm -r {final}) "
+                               "and run the command again; it is rebuilt")
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    plain_mode(tmp, folder=True)
     try:
-        build(tmp)
+        try:
+            build(tmp)
+        except Exception as exc:
+            if is_disk_full(exc) and not (isinstance(exc, OSError) and exc.filename):
+                raise disk_full_error(exc, final.parent, f"building the model {final.name} into the cache") from exc
+            raise
         if not is_built(tmp):
             raise RuntimeError(f"builder did not write {MARKER} into {tmp}")
         if final.exists() and not is_built(final):

@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from gnt.evaluation.config import EvalConfig
+from gnt.output_folder import check_output_folder, claim_output_folder
 from gnt.pipeline.keys import DEFAULT_STEPS, STEP_SETTINGS, STEPS, PipelineKeys
 from gnt.pipeline.registry import step_of
 from gnt.recipe import RecipeError, RecipeSchema
@@ -164,6 +165,7 @@ class Pipeline:
             say(f"shard {self.config.shard}: this worker runs the grid only; the other steps read the merged results")
             steps = [s for s in steps if s == "grid"]
         outcomes = []
+        claim_output_folder(self.out, "results", "out_dir")  # new, empty or a results folder (gnt.output_folder)
         for name in steps:
             started = time.perf_counter()
             step, config = step_of(name), self.step_config(name)
@@ -196,6 +198,7 @@ def build_pipeline(config: EvalConfig, keys: PipelineKeys, *, recipe: str | None
         step_config = pipeline.step_config(name)
         if not worker or name == "grid":
             step_of(name).check(step_config, pipeline)
+    check_output_folder(config.out_dir, "results", "out_dir")
     check_grid_results(pipeline)
     return pipeline
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from gnt.filenames import REPORT_DATA, REPORT_HTML, REPORT_MARKDOWN
 from gnt.io import file_lock, write_text_atomic
+from gnt.output_folder import claim_output_folder
 from gnt.report.collect import collect
 from gnt.report.config import ReportConfig
 from gnt.report.document import compose
@@ -47,8 +48,7 @@ def build_report(results_dir: str | Path, config: ReportConfig | None = None) ->
     """Write the report of ``results_dir`` as ``config`` says; return the path of report.md."""
     config = config or ReportConfig()
     results = collect(results_dir, config.judge_validation)
-    out = report_folder(results_dir, config)
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_output_folder(report_folder(results_dir, config), "report")  # never a user's folder
     stage = Path(tempfile.mkdtemp(prefix=STAGING, dir=out))
     try:
         document = compose(results, stage, config)

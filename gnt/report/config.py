@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gnt.bootstrap import SAMPLES_BOUNDS
+from gnt.recipe import Bounds
+
 SAMPLES_PER_CELL = 4
 """Rows per cell in the report's sample browser unless a recipe says otherwise."""
 
@@ -15,9 +18,10 @@ class ReportConfig:
 
     out_dir: str | None = field(default=None, metadata={"help": "report folder (null: <results>/report)"})
     samples_per_cell: int = field(default=SAMPLES_PER_CELL, metadata={
-        "help": "rows per grid cell shown in the sample browser"})
+        "help": "rows per grid cell shown in the sample browser", "bounds": Bounds(0, 10_000)})
     bootstrap_samples: int | None = field(default=None, metadata={
-        "help": "resamples of the paired significance tests (null: those of the metrics' own intervals)"})
+        "help": "resamples of the paired significance tests (null: those of the metrics' own intervals)",
+        "bounds": SAMPLES_BOUNDS})
     title: str | None = field(default=None, metadata={"help": "report title (null: from the results folder)"})
     judge_validation: list[str] = field(default_factory=list, metadata={
         "help": "judge validation reports (eval/judge.py validate) printed beside the GNT numbers"})

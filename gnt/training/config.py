@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from gnt.models.aliases import check_model_key
-from gnt.recipe import RecipeError, RecipeSchema, ResolvedRecipe, resolve_recipe
+from gnt.output_folder import check_output_folder
+from gnt.recipe import Bounds, RecipeError, RecipeSchema, ResolvedRecipe, resolve_recipe
 from gnt.settings import SYSTEM_ROLE_HELP, SystemRole, WandbSettings
 
 STAGES = ("sft", "dpo")
@@ -95,7 +96,8 @@ class SFTProjectArgs(ProjectArgs):
         metadata={"help": "Loss weight of each completion's decision token (where a GENDERED and a NEUTRAL answer "
                   "first differ) relative to 1 for every other completion token. The label is one token of a "
                   "~30-token completion: above 1 the recognition decision is not drowned by the translation. "
-                  "The logged loss stays unweighted (gnt.training.lean_forward)."},
+                  "The logged loss stays unweighted (gnt.training.lean_forward).",
+                  "bounds": Bounds(0, 1000, above=True, note="1 weighs it like every other token")},
     )
 
 
@@ -127,6 +129,38 @@ DPO_FIXED_KEYS = {
     "lora_task_type", "use_rslora", "use_dora",
 }
 """ModelConfig keys a DPO recipe cannot set: the adapter it trains is the SFT adapter, loaded as saved."""
+
+TRAINER_BOUNDS: dict[str, Bounds] = {
+    "learning_rate": Bounds(0, 10, above=True),
+    "weight_decay": Bounds(0, 10),
+    "warmup_steps": Bounds(0, None, note="optimizer steps; below 1: a share of the total steps"),
+    "label_smoothing_factor": Bounds(0, 1, below=True),
+    "beta": Bounds(0, 1000, above=True, note="DPO's KL weight: 0 learns nothing, a negative value inverts the "
+                   "preference"),
+    "neftune_noise_alpha": Bounds(0, 1000, note="null turns NEFTune off"),
+    "max_grad_norm": Bounds(0, None),
+    "adam_beta1": Bounds(0, 1, below=True),
+    "adam_beta2": Bounds(0, 1, below=True),
+    "adam_epsilon": Bounds(0, 1, above=True),
+    "num_train_epochs": Bounds(None, 1_000_000),
+    "dataloader_num_workers": Bounds(0, 256, note="worker processes; 0 loads in the main process"),
+    "dataloader_prefetch_factor": Bounds(1, 1024),
+    "per_device_train_batch_size": Bounds(1, 2**20, give="a positive whole number"),
+    "per_device_eval_batch_size": Bounds(1, 2**20, give="a positive whole number"),
+    "gradient_accumulation_steps": Bounds(1, 2**20, give="a positive whole number"),
+    "max_length": Bounds(1, 2**24, give="a positive number of tokens, or null for no limit"),
+    "seed": Bounds(0, 2**32 - 1),
+    "data_seed": Bounds(0, 2**32 - 1),
+    "lora_r": Bounds(1, 65536, note="the adapter's rank; 8 to 64 is usual"),
+    "lora_alpha": Bounds(0, 65536, above=True),
+    "lora_dropout": Bounds(0, 1, below=True),
+    "save_total_limit": Bounds(1, None),
+    "ld_alpha": Bounds(0, 1),
+}
+"""Ranges of TRL's and transformers' own numeric keys that recipes pass through (their classes carry none): a
+value outside is refused when the recipe is read, before a model is loaded (``learning_rate: inf`` would train an
+all-NaN adapter; ``dataloader_num_workers: -1`` hangs; ``beta: 0`` learns nothing). The project's own keys carry
+their ranges in their field metadata (:class:`gnt.recipe.Bounds`)."""
 
 STAGE_DEFAULTS: dict[str, Any] = {
     "use_peft": True,  # gnt-align trains adapters: the evaluator and vLLM load checkpoints as LoRA adapters
@@ -160,7 +194,7 @@ def stage_elsewhere(stage: str) -> dict[str, str]:
 @functools.cache
 def stage_schema(stage: str) -> RecipeSchema:
     """All keys a recipe of ``stage`` may use; keys of the other stage get a hint instead of only suggestions."""
-    schema = RecipeSchema.from_dataclasses(stage_classes(stage), description=STAGE_KEYS)
+    schema = RecipeSchema.from_dataclasses(stage_classes(stage), bounds=TRAINER_BOUNDS, description=STAGE_KEYS)
     schema.elsewhere.update(stage_elsewhere(stage))
     return schema
 
@@ -242,9 +276,7 @@ def build_setup(stage: str, recipe: ResolvedRecipe, *, dry_run: bool = False) ->
 
     _check_ranges(values, where)
     _check_report_to(values.get("report_to"), where)
-    output = Path(str(values["output_dir"]))
-    if output.exists() and not output.is_dir():
-        raise RecipeError(f"{where}: output_dir: {output} is a file, not a folder: give a folder for the run")
+    check_output_folder(str(values["output_dir"]), stage, "output_dir")  # a user's folder, the other stage's run
     values.setdefault("run_name", _default_run_name(stage, recipe))
     resume = values.pop("resume_from_checkpoint", None)
 

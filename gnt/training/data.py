@@ -8,7 +8,6 @@ them would cut the completion before its end-of-turn token and teach the model n
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from typing import Any
 
 from gnt.data.errors import DataError, DataErrors, json_object_lines
 from gnt.filenames import MANIFEST
-from gnt.io import sha256_file
+from gnt.io import DamagedFile, read_json, sha256_file
 from gnt.training.config import TrainingError
 
 FIELDS = {"sft": ("prompt", "completion"), "dpo": ("prompt", "chosen", "rejected")}
@@ -201,7 +200,10 @@ def load_training_data(
     rows_name = rows_name or stage
     files = stage_files(path, rows_name)
     manifest_path = path / MANIFEST
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest = read_json(manifest_path, advice=f"rebuild the data with `python data/build.py out_dir={data_dir}`")
+    if not isinstance(manifest, dict):
+        raise DamagedFile(manifest_path, f"a {type(manifest).__name__}, not a mapping",
+                          f"rebuild the data with `python data/build.py out_dir={data_dir}`")
     section = manifest.get(rows_name) if rows_name not in ("sft", "dpo") else None
     section = section if isinstance(section, dict) else {}
     keys = section.get("source_keys") or manifest.get("source_keys", {})

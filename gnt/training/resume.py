@@ -3,6 +3,10 @@
 A checkpoint is complete when its ``gnt_run.json`` exists: the record is copied in last (after the adapter,
 optimizer, scheduler and trainer state), so a run killed while saving leaves an incomplete folder that is skipped
 rather than loaded half-written. The same marker tells an evaluator that a checkpoint is ready to read.
+
+A checkpoint can also be damaged after it was complete (a full disk that cut a later rewrite, a copy that
+stopped halfway): :func:`gnt.io.folder_damage` reads what can be read cheaply, without torch. A damaged checkpoint
+is passed over, said once, and the run resumes from the one before it.
 """
 
 from __future__ import annotations
@@ -11,8 +15,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gnt.io import folder_damage
 from gnt.training.config import TrainingError
 from gnt.training.run_record import RUN_RECORD
+from gnt.training.world import say
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 FRESH = {"false", "no", "never", "fresh"}
@@ -32,9 +38,16 @@ def is_complete(checkpoint: Path) -> bool:
     return (checkpoint / RUN_RECORD).is_file() and (checkpoint / "trainer_state.json").is_file()
 
 
-def last_complete_checkpoint(output_dir: str | Path) -> Path | None:
-    complete = [c for c in checkpoints(output_dir) if is_complete(c)]
-    return complete[-1] if complete else None
+def last_complete_checkpoint(output_dir: str | Path, *, quiet: bool = False) -> Path | None:
+    """The newest checkpoint that is complete and reads whole; newer damaged ones are said (unless ``quiet``)."""
+    for checkpoint in reversed([c for c in checkpoints(output_dir) if is_complete(c)]):
+        damage = folder_damage(checkpoint)
+        if damage is None:
+            return checkpoint
+        if not quiet:
+            say(f"warning: {checkpoint} is damaged ({damage}): passed over; resuming from the checkpoint before it "
+                "(delete the damaged folder to silence this)")
+    return None
 
 
 def resume_checkpoint(value: Any, output_dir: str | Path) -> Path | None:
@@ -53,6 +66,10 @@ def resume_checkpoint(value: Any, output_dir: str | Path) -> Path | None:
     path = Path(text)
     if not (path / "trainer_state.json").is_file():
         raise TrainingError(f"resume_from_checkpoint: {text} is not a checkpoint folder (no trainer_state.json)")
+    damage = folder_damage(path)
+    if damage:
+        raise TrainingError(f"resume_from_checkpoint: {text} is damaged ({damage}): give an earlier checkpoint, or "
+                            "auto to take the last one that reads whole")
     return path
 
 

@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gnt.io import disk_full_error, is_disk_full
 from gnt.model_card import write_run_cards
+from gnt.output_folder import claim_output_folder
 from gnt.recipe import RecipeError, ResolvedRecipe
 from gnt.training.base_model import check_quantization_available
-from gnt.training.callbacks import standard_callbacks
+from gnt.training.callbacks import TrainingDiverged, standard_callbacks
 from gnt.training.config import TrainingError, TrainSetup, build_setup
 from gnt.training.data import TrainingData, check_data_dir, load_training_data
 from gnt.training.resume import AUTO, recipe_changes, resume_checkpoint
@@ -90,12 +92,19 @@ def hold_folder(setup: TrainSetup) -> RunLock | None:
     """Rank 0 takes the run's output folder (a second run into it refuses, naming this one); other ranks None.
 
     A missing data build is the commonest first error, so it is checked first (reading only): a run refused for
-    it creates no output folder.
+    it creates no output folder. The folder itself must be new, empty or a run of this stage
+    (:mod:`gnt.output_folder`): a user's folder or the other stage's run is refused before anything is written.
     """
     check_data_dir(setup.project.data_dir, setup.stage, setup.project.data_rows)
     if setup.training_args.process_index != 0:  # sets up the process group on every rank
         return None
-    return hold_run_folder(setup.output_dir, setup.stage)
+    lock = hold_run_folder(setup.output_dir, setup.stage)
+    try:
+        claim_output_folder(setup.output_dir, setup.stage, "output_dir")  # checked by build_setup; again, held
+    except BaseException:
+        lock.release()
+        raise
+    return lock
 
 
 def finished_run(setup: TrainSetup) -> str | None:
@@ -327,8 +336,13 @@ def train_run(run: PreparedRun) -> Path:
                 finish_run({"gnt/final_adapter": run.record["final_adapter"], "gnt/global_step": run.record["global_step"]})
             say(f"{setup.stage.upper()} adapter: {setup.output_dir.resolve()} (step {trainer.state.global_step})")
         trainer.accelerator.wait_for_everyone()
-    except BaseException:
+    except BaseException as exc:
         _abort(run)
+        if isinstance(exc, TrainingDiverged) and run.is_main and run.record_written:
+            run.record.update(status="diverged", error=str(exc), finished=now())  # never "complete"
+            write_run_record(setup.output_dir, run.record)
+        if is_disk_full(exc) and not (isinstance(exc, OSError) and exc.filename):  # safetensors, torch: no errno
+            raise disk_full_error(exc, setup.output_dir, "saving a checkpoint or the adapter") from exc
         raise
     return setup.output_dir
 
