@@ -1,9 +1,9 @@
 """Learned-judge throughput: label scoring against schema-constrained generation, same model, format and items.
 
-Why: a judge cheap enough to score every checkpoint must not generate. With label scoring the CROSS-L verdict is
-the most probable of the three label replies (one prompt pass per item plus a few reply tokens), where generation
+Why: a judge cheap enough to score every checkpoint must not generate. With label scoring the verdict is
+the most probable of the format's label replies (one prompt pass per item plus a few reply tokens), where generation
 decodes the JSON reply token by token under the schema. Both run here on the same backend (the model loaded once,
-the judge adapter merged into it when one is given), the same prompts (the learned judge's compact CROSS-L prompt,
+the judge adapter merged into it when one is given), the same prompts (the learned judge's compact prompt of the format,
 no exemplars) and the same items: the Ref-G and Ref-N references of the bundled sample, every language, as long
 as real translations. Each timed run starts from an empty judgment cache; generation is timed on a subset (it is
 the slow side) and both are reported as judgments per second. The verdicts of the two are compared as a check
@@ -39,6 +39,7 @@ class LearnedJudgeThroughputOptions:
     adapter: str | None = field(default=None, metadata={
         "help": "a trained judge adapter (merged into the base; null: the base model alone, speed only)"})
     dtype: str = field(default="bfloat16", metadata={"help": "model dtype, as the judge recipe runs it"})
+    format: str = field(default="MONO-L", metadata={"help": "the judge format (an L format: MONO-L or CROSS-L)"})
     items: int = field(default=192, metadata={"help": "items judged by label scoring per repeat"})
     generated: int = field(default=48, metadata={"help": "items judged by generation per repeat (a subset)"})
     batch_size: int = field(default=32, metadata={"help": "rows per forward pass (both ways)"})
@@ -60,12 +61,12 @@ def sample_items(count: int) -> list:
     return [pool[LANGUAGES[i % 4]][i // 4] for i in range(count)]
 
 
-def judged(backend: Any, scoring: bool, items: list) -> tuple[float, list]:
+def judged(backend: Any, scoring: bool, items: list, fmt: str) -> tuple[float, list]:
     """Seconds to judge ``items`` with a fresh cache, and the judgments."""
     from gnt.judge.llm_judge import JudgeCache, JudgeSettings, LLMJudge
     from gnt.judge.training_rows import LEARNED_PROMPTS_DIR
 
-    settings = JudgeSettings(format="CROSS-L", label_scoring=scoring, n_exemplars=0, max_new_tokens=24,
+    settings = JudgeSettings(format=fmt, label_scoring=scoring, n_exemplars=0, max_new_tokens=24,
                              prompts_dir=str(LEARNED_PROMPTS_DIR), chunk_size=len(items))
     judge = LLMJudge(backend, settings, JudgeCache())
     for lang in {i.lang for i in items}:
@@ -84,13 +85,13 @@ def _run(call: Call) -> None:
                                   merged_adapter=args.adapter)
     items = sample_items(args.items)
     subset = items[: args.generated]
-    judged(backend, True, items[:8])  # warm-up: model load, kernels, grammar compiler
-    judged(backend, False, items[:4])
+    judged(backend, True, items[:8], args.format)  # warm-up: model load, kernels, grammar compiler
+    judged(backend, False, items[:4], args.format)
     scoring_rates, generation_rates, agreements, errors = [], [], [], 0
     for repeat in range(args.repeats):
-        seconds, scored = judged(backend, True, items)
+        seconds, scored = judged(backend, True, items, args.format)
         scoring_rates.append(len(items) / seconds)
-        seconds, generated = judged(backend, False, subset)
+        seconds, generated = judged(backend, False, subset, args.format)
         generation_rates.append(len(subset) / seconds)
         errors += sum(not j.ok for j in scored) + sum(not j.ok for j in generated)
         pairs = [(a.label, b.label) for a, b in zip(scored, generated, strict=False) if a.ok and b.ok]
@@ -103,7 +104,7 @@ def _run(call: Call) -> None:
         "model": args.model,
         "adapter": args.adapter,
         "dtype": args.dtype,
-        "format": "CROSS-L",
+        "format": args.format,
         "items": args.items,
         "generated_items": args.generated,
         "repeats": args.repeats,

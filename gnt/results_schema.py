@@ -321,6 +321,8 @@ class Judgment(TypedDict, total=False):
     label: str | None
     neutral: bool | None
     phrases: list[dict[str, Any]]
+    probability: float  # a scored label's probability among the format's labels (label scoring)
+    label_probabilities: dict[str, float]
     error: str | None
     judge_error: str  # "<kind>: <detail>" when the judge failed
     error_kind: str

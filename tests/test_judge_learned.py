@@ -13,7 +13,7 @@ import pytest
 from gnt.data.build import BuildConfig, build_dataset
 from gnt.data.entry import Entry
 from gnt.data.errors import DataError, DataErrors
-from gnt.generation.scoring import ChoiceRequest, ScoreRequest, score_choices, score_completions
+from gnt.generation.scoring import ChoiceRequest, score_choices
 from gnt.io import read_json, read_jsonl
 from gnt.judge.learned import check_trained_prompts, judge_adapter, judge_recipe_mapping
 from gnt.judge.training_rows import (
@@ -87,7 +87,7 @@ def test_templated_labels_only_where_the_forms_decide() -> None:
 def test_the_build_writes_judge_rows_from_training_and_dev_sources_only(judge_build: Path) -> None:
     manifest = read_json(judge_build / "manifest.json")
     judge = manifest["judge"]
-    assert judge["format"] == "CROSS-L" and judge["labels"] == ["CORRECTLY GENDERED", "WRONGLY GENDERED", "NEUTRAL"]
+    assert judge["format"] == "MONO-L" and judge["labels"] == ["GENDERED", "NEUTRAL"]
     assert judge["langs"] == ["it", "es", "de", "el"], "every judge language, beside the build's it/es"
     train = read_jsonl(judge_build / "judge" / "train.jsonl")
     dev = read_jsonl(judge_build / "judge" / "dev.jsonl")
@@ -101,8 +101,10 @@ def test_the_build_writes_judge_rows_from_training_and_dev_sources_only(judge_bu
     assert translation_test <= held_out, "the translator's test sources are held out from the judge too"
     row = train[0]
     assert row["completion"] == [{"role": "assistant", "content": json.dumps({"label": row["label"]}, ensure_ascii=False)}]
-    assert row["prompt"][-1]["content"].startswith("Source: ") and row["cell"].startswith("judge/")
-    assert json.loads(row["prompt"][-1]["content"].split("\n")[0].removeprefix("Source: "))  # delimited text
+    assert row["prompt"][-1]["content"].startswith("Target: ") and row["cell"].startswith("judge/")
+    assert json.loads(row["prompt"][-1]["content"].removeprefix("Target: "))  # the untrusted text is delimited
+    cross = JudgeRowSettings(judge_format="CROSS-L").validate()
+    assert cross.judge_format == "CROSS-L"
     by_origin = judge["counts"]["train"]["by_origin"]
     assert by_origin["templated"] <= 0.5 * by_origin["mgente"] + 4, "templated rows are capped per language"
 
@@ -124,8 +126,11 @@ def test_distilled_judgments_are_learned_only_from_training_sources(judge_build:
     assert not (tmp_path / "leak").exists(), "nothing written"
 
     cache.write_text(json.dumps({**good, "label": "GENDERED"}) + "\n")
-    with pytest.raises(DataError, match="not a CROSS label"):
-        _build(tmp_path / "mono", judge_distill=(str(cache),))
+    with pytest.raises(DataError, match="a CROSS judge cannot learn from it"):
+        _build(tmp_path / "mono", judge_distill=(str(cache),), judge_format="CROSS-L")
+    cache.write_text(json.dumps({**good, "label": "MAYBE"}) + "\n")
+    with pytest.raises(DataError, match="judgments.jsonl:1:label: unknown label 'MAYBE'"):
+        _build(tmp_path / "unknown-label", judge_distill=(str(cache),))
     cache.write_text(json.dumps({**good, "source": "A sentence no build has."}) + "\n")
     with pytest.raises((DataError, DataErrors), match="not a source of this build"):
         _build(tmp_path / "unknown", judge_distill=(str(cache),))
@@ -152,7 +157,28 @@ def test_training_refuses_a_judge_row_with_an_unknown_label(judge_build: Path, t
 
 
 # ---------------------------------------------------------------------------------------------- scoring
-def test_choice_scores_equal_completion_scores(tiny_model_dir: Path) -> None:
+def _decision_logprobs(model_dir: Path, prompt, choices) -> list[float]:
+    """Log-probabilities of each choice's first distinguishing token after the prompt and the shared tokens, from
+    one unpadded forward pass of the model (the reference the batched scorer must equal)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    turns = [{"role": r, "content": c} for r, c in prompt]
+    text = tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+    replies = [tokenizer(tokenizer.apply_chat_template([*turns, {"role": "assistant", "content": c}], tokenize=False)
+                         [len(text):].rstrip("\n"), add_special_tokens=False)["input_ids"] for c in choices]
+    common = 0
+    while len({r[common] for r in replies}) == 1:
+        common += 1
+    ids = torch.tensor([tokenizer(text, add_special_tokens=False)["input_ids"] + replies[0][:common]])
+    with torch.no_grad():
+        logprobs = torch.log_softmax(model(ids).logits[0, -1].float(), -1)
+    return [logprobs[r[common]].item() for r in replies]
+
+
+def test_choices_are_scored_at_their_decision_token_in_one_pass(tiny_model_dir: Path) -> None:
     from gnt.generation.transformers_backend import TransformersBackend
 
     system = ("system", "Label the translation. " * 6)
@@ -163,14 +189,15 @@ def test_choice_scores_equal_completion_scores(tiny_model_dir: Path) -> None:
         ("I am tired.", "Sono stanca."))]
     for reuse in (True, False):
         backend = TransformersBackend(str(tiny_model_dir), device="cpu", prefix_reuse=reuse)
-        got = score_choices(backend, [ChoiceRequest(p, choices) for p in prompts], batch_size=2)
-        want = score_completions(backend, [ScoreRequest(p, c) for p in prompts for c in choices], batch_size=4)
-        for i, scores in enumerate(got):
+        got = score_choices(backend, [ChoiceRequest(p, choices) for p in prompts], batch_size=2)  # padded batches
+        for prompt, scores in zip(prompts, got, strict=True):
             assert scores.error is None
-            assert scores.logprobs == pytest.approx([w.logprob for w in want[3 * i : 3 * i + 3]], abs=1e-3)
+            assert scores.logprobs == pytest.approx(_decision_logprobs(tiny_model_dir, prompt, choices), abs=1e-3)
             assert sum(scores.probabilities()) == pytest.approx(1.0)
         if reuse:
             assert backend.stats.prefix_builds >= 1, "the system text is computed once per cluster"
+    same_start = ('{"label": "A"}', '{"label": "A"}')
+    assert "cannot be told apart" in (score_choices(backend, [ChoiceRequest(prompts[0], same_start)])[0].error or "")
 
 
 def test_a_label_scoring_judge_keeps_the_probability_and_caches_it(tiny_model_dir: Path) -> None:
@@ -200,7 +227,7 @@ def test_a_label_scoring_judge_keeps_the_probability_and_caches_it(tiny_model_di
 def test_a_training_recipe_reads_as_a_judge_recipe(tmp_path: Path) -> None:
     keys, lines = judge_recipe_mapping(RECIPES_DIR / "judge-gemma270m.yaml")
     assert keys["judge_model"] == "gnt:gemma" and keys["judge_adapter"] == "outputs/demo-gemma/runs/judge"
-    assert keys["format"] == "CROSS-L" and keys["label_scoring"] is True and keys["judge"] == "llm"
+    assert keys["format"] == "MONO-L" and keys["label_scoring"] is True and keys["judge"] == "llm"
     assert lines["judge_adapter"] > 0
     plain = tmp_path / "plain.yaml"
     plain.write_text("judge: lexical\n")
@@ -267,7 +294,7 @@ def test_train_validate_and_judge_with_a_tiny_judge(tiny_model_dir: Path, tmp_pa
                            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
     assert train.returncode == 0, train.stderr[-2000:]
     record = read_json(run / "gnt_run.json")
-    assert record["data_rows"] == "judge" and record["rows_manifest"]["format"] == "CROSS-L"
+    assert record["data_rows"] == "judge" and record["rows_manifest"]["format"] == "MONO-L"
     out = tmp_path / "validation.json"
     done = _judge_cli("validate", str(recipe), f"judge_adapter={run}", f"data={data}/eval/judge_references.jsonl",
                       f"validation={out}", "langs=it,es")
@@ -276,6 +303,22 @@ def test_train_validate_and_judge_with_a_tiny_judge(tiny_model_dir: Path, tmp_pa
     assert report["kind"] == "references" and report["judge_info"]["scoring"] == "labels"
     every = next(r for r in report["results"] if r["lang"] == "all")
     assert every["cells"]["overall"]["errors"] == 0 and every["binary"]["n"] == every["cells"]["overall"]["n"]
-    wrong = _judge_cli("validate", str(recipe), f"judge_adapter={run}", "format=MONO-L",
+    wrong = _judge_cli("validate", str(recipe), f"judge_adapter={run}", "format=CROSS-L",
                        f"validation={tmp_path / 'x.json'}")
-    assert wrong.returncode == 2 and "trained on CROSS-L rows" in wrong.stderr
+    assert wrong.returncode == 2 and "trained on MONO-L rows" in wrong.stderr
+
+
+def test_the_report_names_the_judges_validation_and_calls_a_lone_lexical_judge_unvalidated(tmp_path: Path) -> None:
+    from _report_fixtures import make_results
+
+    from gnt.report.collect import collect
+    from gnt.report.document import _validation_text, judge_line
+
+    results = make_results(tmp_path / "eval", steps=(2,), langs=("it",), rows_per_set=2, extras=False,
+                           validation=False)
+    sentence, _ = judge_line(collect(results))
+    assert "lexical judge ran alone" in sentence and "**unvalidated**" in sentence
+    binary = {"accuracy": 0.96, "n": 100, "per_label": {"GENDERED": {"recall": 0.94}, "NEUTRAL": {"recall": 0.98}}}
+    report = {"kind": "references", "results": [{"lang": "it", "binary": binary}, {"lang": "all", "binary": binary}]}
+    assert _validation_text(report) == ("binary accuracy 96.0% on 100 held-out mGeNTE references (GENDERED recall "
+                                        "94.0%, NEUTRAL recall 98.0%)")

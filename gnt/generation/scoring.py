@@ -185,13 +185,13 @@ def score_completions(
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Choosing among a few fixed answers (a judge's labels): each prompt run once, the answers branch off its cache
+# Choosing among a few fixed replies (a judge's labels): one pass per prompt, one projected position
 # ---------------------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class ChoiceRequest:
-    """A prompt and the fixed answers to weigh after it (e.g. a judge format's labels as replies), under
+    """A prompt and the fixed replies to choose among after it (e.g. a judge format's label replies), under
     ``adapter`` (None: the base model)."""
 
     prompt: tuple[tuple[str, str], ...]
@@ -201,42 +201,46 @@ class ChoiceRequest:
 
 @dataclass(frozen=True)
 class ChoiceScores:
-    """The log-probability of each choice (every token of it, end of turn included), or ``error``."""
+    """Each choice's log-probability at its decision token (the first token where the replies differ), given the
+    prompt and the tokens every reply shares; or ``error``."""
 
     logprobs: tuple[float, ...]
     error: str | None = None
 
     def probabilities(self) -> tuple[float, ...]:
-        """The choices' probabilities renormalised over the choices (they sum to 1)."""
+        """The choices' probabilities renormalised over the choices (they sum to 1): the distribution a decoder
+        constrained to these replies samples from."""
         top = max(self.logprobs)
         weights = [math.exp(v - top) for v in self.logprobs]
         total = sum(weights)
         return tuple(w / total for w in weights)
 
 
-def _choice_ids(backend, request: ChoiceRequest) -> tuple[list[int], list[int], list[list[int]]]:
-    """Prompt ids, the token prefix every choice shares (``{"label": "``), and each choice's remaining ids."""
+def _choice_ids(backend, request: ChoiceRequest) -> tuple[list[int], list[int]]:
+    """The prompt with the tokens every reply shares (``{"label": "``) appended, and each reply's decision token."""
     encoded = [_token_ids(backend, ScoreRequest(request.prompt, choice, request.adapter)) for choice in request.choices]
     prompt = encoded[0][0]
     answers = [ids for _, ids in encoded]
-    if len({tuple(a) for a in answers}) != len(answers):
-        raise ValueError("two choices tokenize the same: they cannot be told apart")
     common = 0
-    while all(common < len(a) - 1 for a in answers) and len({a[common] for a in answers}) == 1:
+    while all(common < len(a) for a in answers) and len({a[common] for a in answers}) == 1:
         common += 1
-    return prompt + answers[0][:common], answers[0][:common], [a[common:] for a in answers]
+    decisions = [a[common] if common < len(a) else None for a in answers]
+    if None in decisions or len(set(decisions)) != len(decisions):
+        raise ValueError("the choices do not differ in one token after what they share: they cannot be told apart "
+                         "at a single decision token")
+    return prompt + answers[0][:common], decisions  # type: ignore[return-value]
 
 
 def score_choices(backend: GenerationBackend, requests: Sequence[ChoiceRequest],
                   batch_size: int = 16) -> list[ChoiceScores]:
-    """Log-probabilities of every choice of every request, in two passes per batch instead of one per choice.
+    """The log-probability of each choice's decision token after its prompt and the replies' shared tokens.
 
-    Pass 1 runs each prompt (plus the tokens all its choices share) once, left-padded so that every row ends in
-    the same column, on top of the shared-prefix cache that generation uses (the system text of one language);
-    it scores the shared tokens and each choice's first own token. Pass 2 continues a copy of that cache with each
-    choice's remaining tokens (a label's last words and the end of turn). Exact: every score is the model's own
-    conditional log-probability of the full choice. A failing batch is retried row by row, so one bad request
-    costs one error.
+    Replies that share everything up to one token and are fixed after it (a judge's JSON label replies under their
+    schema: after ``NE`` only ``UTRAL"}`` is valid) are chosen at that token: a decoder constrained to the replies
+    has no other choice to make, so the renormalised probabilities (:meth:`ChoiceScores.probabilities`) are exactly
+    the constrained decoder's. One forward pass per prompt, on top of the shared-prefix cache generation uses (the
+    system text of one language), with only the last position projected on the vocabulary. A failing batch is
+    retried row by row, so one bad request costs one error.
     """
     import torch
 
@@ -244,7 +248,7 @@ def score_choices(backend: GenerationBackend, requests: Sequence[ChoiceRequest],
 
     inner = _transformers_backend(backend)
     results: list[ChoiceScores | None] = [None] * len(requests)
-    encoded: dict[int, tuple[list[int], list[int], list[list[int]]]] = {}
+    encoded: dict[int, tuple[list[int], list[int]]] = {}
     for index, request in enumerate(requests):
         try:
             encoded[index] = _choice_ids(inner, request)
@@ -258,49 +262,22 @@ def score_choices(backend: GenerationBackend, requests: Sequence[ChoiceRequest],
         pad = inner.tokenizer.pad_token_id
         tails = [encoded[i][0][shared:] for i in batch]
         width = max(len(t) for t in tails)
-        ids = torch.tensor([[pad] * (width - len(t)) + t for t in tails], device=device)
+        ids = torch.tensor([[pad] * (width - len(t)) + t for t in tails], device=device)  # left-padded: one last column
         tail_mask = torch.tensor([[0] * (width - len(t)) + [1] * len(t) for t in tails], device=device)
         mask = torch.cat([torch.ones(len(batch), shared, dtype=tail_mask.dtype, device=device), tail_mask], dim=1)
         positions = (shared + tail_mask.cumsum(-1) - 1).clamp(min=shared)
-        common = len(encoded[batch[0]][1])  # the same for every request of one judge format
-        cache = batch_copy(prefix[1], len(batch)) if prefix else None
+        extra = {"cache": batch_copy(prefix[1], len(batch)), "use_cache": True} if prefix else {}
+        last = torch.tensor([width - 1], device=device)
         with context, torch.inference_mode():
-            from transformers import DynamicCache
+            logits = inner._model(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=last,
+                                  **extra).logits[:, -1].float()
+            logprobs = logits - torch.logsumexp(logits, dim=-1, keepdim=True)
+            chosen = torch.tensor([encoded[i][1] for i in batch], device=device)
+            picked = logprobs.gather(-1, chosen)
+        return [ChoiceScores(tuple(row)) for row in picked.tolist()]
 
-            cache = cache if cache is not None else DynamicCache(config=inner._model.config)
-            out = inner._model(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache,
-                               use_cache=True, logits_to_keep=common + 1)
-            first = torch.log_softmax(out.logits.float(), dim=-1)  # rows × (common + 1) × vocabulary
-            shared_ids = torch.tensor([encoded[i][1] for i in batch], device=device).reshape(len(batch), common)
-            shared_lp = first[:, :common].gather(-1, shared_ids[..., None])[..., 0].sum(-1) if common else 0.0
-            ends = shared + tail_mask.sum(-1)  # each row's next position
-            n_choices = len(encoded[batch[0]][2])
-            totals = []
-            for k in range(n_choices):
-                branch = [encoded[i][2][k] for i in batch]
-                lp = first[:, common].gather(-1, torch.tensor([b[0] for b in branch], device=device)[:, None])[:, 0]
-                rest = max(len(b) for b in branch) - 1
-                if rest > 0:
-                    # the branch's inputs are its first token on: b[0] .. b[-2] predict b[1] .. b[-1]
-                    step_ids = torch.tensor([(b[:-1] + [pad] * (rest - len(b) + 1))[:rest] for b in branch],
-                                            device=device)
-                    step_mask = torch.tensor([[1] * (len(b) - 1) + [0] * (rest - len(b) + 1) for b in branch],
-                                             device=device)[:, :rest]
-                    targets = torch.tensor([(b[1:] + [pad] * rest)[:rest] for b in branch], device=device)
-                    copy = batch_copy(cache, 1)
-                    more = inner._model(input_ids=step_ids, attention_mask=torch.cat([mask, step_mask], dim=1),
-                                        position_ids=ends[:, None] + torch.arange(rest, device=device)[None],
-                                        cache=copy, use_cache=True, logits_to_keep=rest)
-                    logits = more.logits.float()
-                    token_lp = logits.gather(-1, targets[..., None])[..., 0] - torch.logsumexp(logits, dim=-1)
-                    lp = lp + (token_lp * step_mask).sum(-1)
-                totals.append(lp + shared_lp)
-        scores = torch.stack(totals, dim=-1).tolist()
-        return [ChoiceScores(tuple(row)) for row in scores]
-
-    lengths = {i: (len(e[0]), max(len(b) for b in e[2])) for i, e in encoded.items()}
-    shapes = {i: (len(e[1]), len(e[2])) for i, e in encoded.items()}  # one reply shape per batch (a judge format)
+    lengths = {i: (len(e[0]), 1) for i, e in encoded.items()}
     for index, score in _run_batches(inner, requests, {i: e[0] for i, e in encoded.items()}, lengths, run,
-                                     lambda why: ChoiceScores((), why), batch_size, shapes.get).items():
+                                     lambda why: ChoiceScores((), why), batch_size).items():
         results[index] = score
     return [r if r is not None else ChoiceScores((), "not scored") for r in results]

@@ -146,6 +146,8 @@ def _llm_record(record: Mapping[str, Any], judgment: Judgment) -> dict[str, Any]
         "phrases": judgment.phrases,
         "error": judgment.error,
     }
+    if judgment.probability is not None:  # a scored label: how sure the judge was
+        out.update(probability=judgment.probability, label_probabilities=judgment.label_probabilities)
     if judgment.error:
         out.update(
             judge_error=f"{judgment.error_kind}: {judgment.error_detail}",

@@ -36,6 +36,7 @@ from gnt.judge.prompts import JudgePrompt, load_prompt, render_reply
 from gnt.judge.schema import (
     CORRECTLY_GENDERED,
     CROSS_LABELS,
+    GENDERED,
     MAX_PHRASE_CHARS,
     MAX_PHRASES,
     NEUTRAL,
@@ -93,8 +94,10 @@ class JudgeRowSettings:
     judge_langs: tuple[str, ...] | None = field(default=None, metadata={
         "help": "languages of the judge's rows (null: the build's langs; others are loaded beside langs and split "
                 "with them: one English source stays on one side for every language)"})
-    judge_format: str = field(default="CROSS-L", metadata={
-        "help": "the judge format the rows are rendered in (an L format can be scored from label log-probabilities)"})
+    judge_format: str = field(default="MONO-L", metadata={
+        "help": "the judge format the rows are rendered in: MONO-L (the translation alone, GENDERED or NEUTRAL: what "
+                "GNT accuracy needs, and what human gold sets of the field label) or CROSS-L, P+L formats; an L format "
+                "is scored from its label's log-probability"})
     judge_prompts_dir: str = field(default=str(LEARNED_PROMPTS_DIR), metadata={
         "help": "system texts of the judge's rows ({lang}/{format}.txt); the judge recipe's prompts_dir must match"})
     judge_templated_ratio: float = field(default=0.5, metadata={
@@ -205,11 +208,14 @@ def entry_examples(entries: Iterable[Entry]) -> Iterator[JudgeExample]:
 
 
 # ----------------------------------------------------------------------------------------------- distillation
-def _distilled_label(value: Any, where: str, line: int) -> str:
+def _distilled_label(value: Any, cross: bool, where: str, line: int) -> str:
     label = normalise_label(value) if isinstance(value, str) else value
-    if label not in CROSS_LABELS:
-        raise DataError(f"label {value!r} is not a CROSS label ({', '.join(CROSS_LABELS)}); distil from a CROSS-L or "
-                        "CROSS-P+L judge", where, line, "label")
+    if label not in CROSS_LABELS and label != GENDERED:
+        raise DataError(f"unknown label {value!r}; a judgment's label is one of {', '.join(CROSS_LABELS)} or {GENDERED}",
+                        where, line, "label")
+    if cross and label == GENDERED:
+        raise DataError(f"label {GENDERED} does not say whether the gender is correct: a CROSS judge cannot learn "
+                        "from it (distil from a CROSS judge, or build with judge_format=MONO-L)", where, line, "label")
     return str(label)
 
 
@@ -225,7 +231,8 @@ def _generation_texts(judgments: Path) -> dict[str, dict]:
     return found
 
 
-def distilled_examples(paths: Sequence[str | Path], sides: Mapping[str, str]) -> dict[str, list[JudgeExample]]:
+def distilled_examples(paths: Sequence[str | Path], sides: Mapping[str, str],
+                       cross: bool = False) -> dict[str, list[JudgeExample]]:
     """Examples from other judges' judgments, by the side (train/dev) of their source.
 
     ``sides`` maps the build's source keys to their side. Judge errors and records without a label are skipped
@@ -243,7 +250,7 @@ def distilled_examples(paths: Sequence[str | Path], sides: Mapping[str, str]) ->
             if record.get("error") or record.get("label") is None:
                 continue
             try:
-                label = _distilled_label(record["label"], str(path), line)
+                label = _distilled_label(record["label"], cross, str(path), line)
             except DataError as exc:
                 errors.append(exc)
                 continue
@@ -336,7 +343,7 @@ def build_judge_rows(settings: JudgeRowSettings, langs: Sequence[str], sides: Ma
     fmt: JudgeFormat = judge_format(settings.judge_format)
     langs = tuple(langs)
     prompts = {lang: load_prompt(lang, fmt, settings.judge_prompts_dir, n_exemplars=0) for lang in langs}
-    distilled = distilled_examples(settings.judge_distill, source_sides)
+    distilled = distilled_examples(settings.judge_distill, source_sides, fmt.cross)
     rows: dict[str, list[dict[str, Any]]] = {}
     counts: dict[str, Any] = {}
     for side in ("train", "dev"):

@@ -115,6 +115,14 @@ def _validation_text(validation: dict) -> str | None:
         per_lang = {lang: (cells or {}).get("overall") for lang, cells in accuracy.items() if isinstance(cells, dict)}
         parts = [f"{lang} {_pct(v)}" for lang, v in per_lang.items() if _pct(v)]
         return "accuracy on mGeNTE references: " + ", ".join(parts) if parts else None
+    pooled = next((r for r in validation.get("results") or [] if isinstance(r, dict) and r.get("lang") == "all"
+                   and isinstance(r.get("binary"), dict)), None)
+    if validation.get("kind") == "references" and pooled:  # a learned judge's held-out references, binary view
+        binary = pooled["binary"]
+        recall = {label: (binary.get("per_label") or {}).get(label, {}).get("recall") for label in ("GENDERED", "NEUTRAL")}
+        shown = ", ".join(f"{label} recall {_pct(value)}" for label, value in recall.items() if _pct(value))
+        return (f"binary accuracy {_pct(binary.get('accuracy'))} on {binary.get('n')} held-out mGeNTE references"
+                + (f" ({shown})" if shown else ""))
     figures = judge_validity(validation)
     parts = []
     if "accuracy" in figures:
@@ -171,9 +179,14 @@ def judge_line(results: Results) -> tuple[str, list[dict]]:
     for v in validity:
         label = v.get("judge", "judge") + (f" / {v['format']}" if v.get("format") else "")
         texts.append(f"{label}: {v['text'] or 'no summary figures'} ({v['file']})")
+    lexical_alone = str(block.get("kind") or "") == "lexical"
+    if lexical_alone:
+        sentences.append("The lexical judge ran alone: its NEUTRAL calls are **unvalidated** (it only finds the "
+                         "gendered words annotated for a row, so a translation that genders someone with other words "
+                         "reads as neutral).")
     if texts:
         sentences.append("Judge validation: " + "; ".join(texts) + ".")
-    else:
+    elif not lexical_alone:
         sentences.append("This judge has **not been validated** here: its numbers are unverified (run "
                          "`python eval/judge.py validate ...` and pass the report to the judge step or "
                          "`eval/report.py --judge-validation`).")
@@ -207,7 +220,8 @@ def _headline_section(results: Results, bootstrap: BootstrapSettings, data: dict
         )
     ))
     sentence, _ = judge_line(results)
-    blocks.append(Para(sentence, "note" if "not been validated" not in sentence else "warning"))
+    unvalidated = "not been validated" in sentence or "unvalidated" in sentence
+    blocks.append(Para(sentence, "warning" if unvalidated else "note"))
     tables = headline_tables(results, bootstrap)
     if not tables:
         blocks.append(Para("No metrics found: metrics not run.", "warning"))
