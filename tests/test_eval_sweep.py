@@ -397,3 +397,25 @@ def test_a_truncated_adapter_fails_the_run_instead_of_scoring_zero(eval_tiny_run
         run_sweep(config)
     record = read_json(tmp_path / "eval" / "copy" / "checkpoint-1" / "record.json")
     assert record["status"] == "failed" and not (tmp_path / "eval" / "copy" / "checkpoint-1" / "metrics.json").exists()
+
+
+def test_a_base_model_can_be_scored_prompted_with_shots_beside_zero_shot_checkpoints(tmp_path: Path,
+                                                                                     eval_tiny_run: Path) -> None:
+    """``base_shots``: the untrained base answers at the few-shot cells, the checkpoints at their own; the report's
+    paired tests then match the two by row."""
+    from gnt.report.significance import paired_bootstrap
+
+    out = tmp_path / "eval"
+    grid = [item for item in GRID if item[0] != "shots"]
+    run_sweep(load_eval_config(RECIPES_DIR / "eval-tiny.yaml", [*grid, ("shots", "0"), ("base_shots", "2")],
+                               runs=[str(eval_tiny_run)], out_dir=str(out)))
+    base, _, base_record = read_model(out, "base")
+    tuned, _, tuned_record = read_model(out, "sft/checkpoint-2")
+    cells = {f"{lang}/{config}" for lang in ("it", "de") for config in ("G+S", "None")}
+    assert {r["cell"] for r in base} == {f"{c}/2" for c in cells} == set(base_record["grid"]["cells"])
+    assert {r["cell"] for r in tuned} == {f"{c}/0" for c in cells} == set(tuned_record["grid"]["cells"])
+    assert {r["id"] for r in base} == {r["id"] for r in tuned}
+    values = {f"{r['lang']}|{r['id']}|{r['cell']}": float(r["error"] is None) for r in base}
+    shifted = {f"{r['lang']}|{r['id']}|{r['cell']}": float(r["error"] is None) for r in tuned}
+    result = paired_bootstrap(values, shifted)
+    assert result is not None and result.n_pairs == len({r["id"] for r in base}), "different cells: matched by row"

@@ -197,3 +197,19 @@ def test_balanced_batches_hold_both_labels_equally_within_one_cell() -> None:
     assert len(single_cell_balanced) == 7
     assert all(b in single_cell_balanced for b in batches[:7])  # whole balanced batches first, shuffled
     assert [labels[i] for i in batches[-1]] == ["NEUTRAL"] * 4  # the majority's surplus comes last
+
+
+def test_units_stay_in_one_batch_unless_they_straddle_a_cut() -> None:
+    """A judge's references of one source (its minimal pair) are batched together, within one prompt cell."""
+    groups = ["judge/it"] * 12 + ["judge/es"] * 9
+    units = [f"it{i // 3}" for i in range(12)] + [f"es{i // 2}" for i in range(9)]  # sources of 3 and 2 rows
+    sampler = PromptGroupedSampler(groups, batch_size=6, seed=1, units=units)
+    batches = sampler.batches()
+    assert sorted(i for b in batches for i in b) == list(range(21)), "every row once"
+    whole = [b for b in batches if len(b) == 6]
+    assert all(len({groups[i] for i in b}) == 1 for b in whole), "one cell per whole batch"
+    for b in whole:
+        inside = {units[i] for i in b}
+        split = [u for u in inside if sum(units[i] == u for i in b) != units.count(u)]
+        assert len(split) <= 2, "only the units at a batch's two cuts can be split"
+    assert sampler.batches() == batches  # seeded

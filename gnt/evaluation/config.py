@@ -73,6 +73,10 @@ class EvalConfig(BackendSettings, DecodingSettings, BootstrapSettings, OutputSet
         "choices": CONFIGS, "help": "prompt configurations: G+S, G (guidelines), S (system role), None"})
     shots: list[int] = field(default_factory=lambda: list(SHOT_COUNTS), metadata={
         "choices": SHOT_COUNTS, "help": "demonstrations per prompt"})
+    base_shots: list[int] | None = field(default=None, metadata={
+        "choices": SHOT_COUNTS, "help": "demonstrations per prompt for the base model (null: shots): a base model "
+        "that has never seen the answer format is scored prompted with shots, as the field scores untrained "
+        "models, while the checkpoints answer at the shots they were trained on"})
     grid_seed: int = field(default=DEFAULT_SHOT_SEED, metadata={"help": "seed that picks the demonstrations of each cell"})
     prompts_dir: str | None = field(default=None, metadata={"help": "folder of prompt texts (null: the bundled ones)"})
     system_role: SystemRole = field(default="auto", metadata={"help": SYSTEM_ROLE_HELP})
@@ -83,8 +87,10 @@ class EvalConfig(BackendSettings, DecodingSettings, BootstrapSettings, OutputSet
     )
     recipe: str | None = field(default=None, metadata={"help": "set by the loader: the recipe file"})
 
-    def cells(self) -> list[Cell]:
-        return grid_cells(self.langs, self.configs, self.shots)
+    def cells(self, base: bool = False) -> list[Cell]:
+        """The grid cells a model is scored in: ``base_shots`` for a base model when set, else ``shots``."""
+        shots = self.base_shots if base and self.base_shots else self.shots
+        return grid_cells(self.langs, self.configs, shots)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

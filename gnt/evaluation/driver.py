@@ -170,8 +170,8 @@ class GenerationTask(Protocol[Item]):
         """The model's work items in the fixed chunks one backend call receives (the same on every run)."""
         ...
 
-    def size(self) -> int:
-        """Work items per model (for the progress bar)."""
+    def size(self, model: ModelUnderTest) -> int:
+        """Work items of ``model`` (for the progress bar)."""
         ...
 
     def request(self, item: Item) -> GenerationRequest:
@@ -221,7 +221,7 @@ def generate_model(
     window = CounterWindow(backend)
     records: dict[Hashable, dict] = {}
     watch = FailureWatch(model.name)
-    bar = tqdm(total=task.size(), desc=f"{model.name} ({task.label})", unit="gen", disable=not progress, leave=False)
+    bar = tqdm(total=task.size(model), desc=f"{model.name} ({task.label})", unit="gen", disable=not progress, leave=False)
     errors: dict[Hashable, str] = {}
     try:
         for chunk in task.chunks(model, system_role):

@@ -67,7 +67,7 @@ def generate_share(
     chunks = requests = 0
     window = CounterWindow(backend)
     watch = FailureWatch(f"{model.name} [shard {stream.shard.name}]")
-    bar = tqdm(total=task.size(), desc=f"{model.name} [{stream.shard.name}]", unit="req", disable=not progress,
+    bar = tqdm(total=task.size(model), desc=f"{model.name} [{stream.shard.name}]", unit="req", disable=not progress,
                leave=False)
     try:
         for chunk in task.chunks(model, system_role):

@@ -124,6 +124,12 @@ class GridTask:
     def for_pass(self, run: GridPass) -> GridTask:
         return replace(self, run=run)
 
+    def cells_of(self, model: ModelUnderTest | None) -> tuple[Cell, ...]:
+        """The cells ``model`` is scored in: the base model's own (``base_shots``) where the recipe sets them."""
+        if model is not None and model.kind == "base" and self.config.base_shots:
+            return tuple(self.config.cells(base=True))
+        return self.cells
+
     def requests_for(self, model: ModelUnderTest, cell: Cell, system_role: bool
                      ) -> Iterator[tuple[Entry, GridPrompt, GenerationRequest]]:
         constraint = Constraint("regex", output_regex(cell.lang)) if self.config.constrained else None
@@ -134,8 +140,9 @@ class GridTask:
             prompt = self.grid.render(entry.source, cell, system_role)
             yield entry, prompt, GenerationRequest.from_messages(prompt.messages, model.adapter, constraint, params)
 
-    def size(self) -> int:
-        return self.total
+    def size(self, model: ModelUnderTest | None = None) -> int:
+        """Requests per model (each row in every cell of its language the model is scored in)."""
+        return sum(1 for cell in self.cells_of(model) for e in self.entries if e.lang == cell.lang)
 
     @staticmethod
     def request(item: WorkItem) -> GenerationRequest:
@@ -150,15 +157,10 @@ class GridTask:
         _, entry, cell, prompt, request = item
         return dict(generation_record(entry, cell, prompt, request.key(model_id), generation, model.name))
 
-    @property
-    def total(self) -> int:
-        """Requests per model (each row in every selected cell of its language)."""
-        return sum(1 for cell in self.cells for e in self.entries if e.lang == cell.lang)
-
     def chunks(self, model: ModelUnderTest, system_role: bool) -> Iterator[list[WorkItem]]:
         """The model's request stream cut into ``chunk_size`` chunks: what one backend call receives."""
         pending: list[WorkItem] = []
-        for cell_index, cell in enumerate(self.cells):
+        for cell_index, cell in enumerate(self.cells_of(model)):
             items = [
                 ((cell_index, row), entry, cell, prompt, request)
                 for row, (entry, prompt, request) in enumerate(self.requests_for(model, cell, system_role))
@@ -218,7 +220,8 @@ class GridTask:
     def _model_record(self, outcome: Outcome, backend: CachedBackend, system_role: bool,
                       leakage: LeakageStatus) -> EvalRecord:
         """record.json: everything the model's results depend on (the grid's part record)."""
-        model, config, grid, cells = outcome.model, self.config, self.grid, self.cells
+        model, config, grid = outcome.model, self.config, self.grid
+        cells = self.cells_of(model)
         run = self.run or GridPass(environment_record())
         record: EvalRecord = {
             "format": EVAL_RECORD_FORMAT,

@@ -90,16 +90,34 @@ def paired_bootstrap(
 ) -> PairedResult | None:
     """Paired bootstrap of mean(other) − mean(base) over the outputs both models have; None without overlap.
 
-    Keys are ``lang|row id|cell``; the outputs of one row (all its cells) form one resampling cluster.
+    Keys are ``lang|row id|cell``; the outputs of one row (all its cells) form one resampling cluster. Two models
+    scored in different cells (a base prompted with shots, checkpoints at the zero shots they were trained on) are
+    matched by row instead, each row's mean over its cells against the other's.
     """
     keys = sorted(set(base) & set(other))
     if not keys:
-        return None
+        base, other = _by_row(base), _by_row(other)
+        keys = sorted(set(base) & set(other))
+        if not keys:
+            return None
     result = resampling.paired_bootstrap(
-        [other[k] for k in keys], [base[k] for k in keys], clusters=[k.rsplit("|", 1)[0] for k in keys],
+        [other[k] for k in keys], [base[k] for k in keys], clusters=[_row(k) for k in keys],
         bootstrap=bootstrap,
     )
     return _paired(result)
+
+
+def _row(key: str) -> str:
+    """``lang|row id`` of an output key (``lang|row id|cell``) or of a row key."""
+    return "|".join(key.split("|")[:2])
+
+
+def _by_row(values: dict[str, float]) -> dict[str, float]:
+    """Each row's mean over the cells it was scored in."""
+    rows: dict[str, list[float]] = {}
+    for key, value in values.items():
+        rows.setdefault(_row(key), []).append(value)
+    return {row: sum(vs) / len(vs) for row, vs in rows.items()}
 
 
 def _paired(result: dict) -> PairedResult | None:

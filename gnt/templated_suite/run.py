@@ -288,7 +288,7 @@ class SuiteTask:
             out.append(_Request(record, style, request, (*position, len(out))))
         return out
 
-    def size(self) -> int:
+    def size(self, model: ModelUnderTest | None = None) -> int:
         return len(self.records) * len(self.config.styles)
 
     def chunks(self, model: ModelUnderTest, system_role: bool) -> Iterator[list[_Request]]:

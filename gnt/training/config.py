@@ -58,6 +58,13 @@ class ProjectArgs(WandbSettings):
         default="bfloat16",
         metadata={"help": "dtype of the merged model.", "choices": ["bfloat16", "float16", "float32"]},
     )
+    batch_units: str | None = field(
+        default=None,
+        metadata={"help": "A row column whose equal values are batched together (within a prompt cell): source_key "
+                  "keeps a judge's references of one source in one batch, its gendered and neutral translations "
+                  "side by side (minimal pairs), so the gradient sees what tells them apart. Replaces "
+                  "balance_label_batches (the pairs balance themselves)."},
+    )
     balance_label_batches: bool = field(
         default=False,
         metadata={"help": "Every batch holds as many GENDERED as NEUTRAL targets (DPO: chosen answers), so no batch "

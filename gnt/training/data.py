@@ -26,6 +26,9 @@ GROUP_FIELD = "cell"
 """The one metadata column kept: the grid cell a row's prompt was drawn from, by which batches can share their
 prompt prefix (gnt.training.lean_forward). Optional: rows of other origins simply lack it."""
 
+UNIT_FIELD = "source_key"
+"""Kept where rows carry it: the English source a row translates, what ``batch_units`` can batch together."""
+
 MAX_REPORTED_ERRORS = 20
 
 
@@ -128,6 +131,8 @@ def read_rows(path: Path, stage: str, kinds: Sequence[str] | None = None,
             row[GROUP_FIELD] = record[GROUP_FIELD]
         if labels is not None:
             row[TARGET_LABEL] = record[LABEL_FIELD]
+        if isinstance(record.get(UNIT_FIELD), str):
+            row[UNIT_FIELD] = record[UNIT_FIELD]
         rows.append(row)
     if errors:
         raise errors[0] if len(errors) == 1 else DataErrors(errors)

@@ -63,7 +63,7 @@ def _build_trainer(run: PreparedRun, callbacks: list) -> Any:
         callbacks=callbacks,
     )
     run.record["lean_forward"] = make_lean(trainer, run.setup.project.share_prompt_prefix,
-                                         run.setup.project.balance_label_batches)
+                                         run.setup.project.balance_label_batches, units=run.setup.project.batch_units)
     if run.setup.project.decision_token_only:
         run.record["lean_forward"].update(score_decision_token_only(trainer))
     if REFERENCE_ADAPTER not in trainer.model.peft_config or trainer.ref_model is not None:

@@ -123,7 +123,10 @@ class PromptGroupedSampler:
     """Training order in which every run of ``batch_size`` consecutive rows comes from one prompt group (a grid
     cell), so the rows of a batch share their prompt prefix; groups and batches are shuffled, seeded per epoch.
 
-    With ``labels`` (each row's target label), a batch also holds as many rows of each label as the group allows,
+    With ``units`` (a key per row), rows of one unit are batched together: a judge's references of one source (its
+    gendered and its neutral translation, a minimal pair) then meet in one batch, so the gradient sees what tells
+    them apart and nothing the two share. Otherwise, with ``labels`` (each row's target label), a batch also holds
+    as many rows of each label as the group allows,
     alternating them: a batch whose rows pull the decision both ways in equal numbers moves no constant bias, so
     what the gradient teaches is the difference between the rows (what states a gender), not the label of the
     latest batches. Rows a group cannot fit into a whole batch (its size modulo ``batch_size``, and the surplus of
@@ -132,9 +135,10 @@ class PromptGroupedSampler:
     """
 
     def __init__(self, groups: Sequence[str], batch_size: int, seed: int,
-                 labels: Sequence[str | None] | None = None) -> None:
+                 labels: Sequence[str | None] | None = None, units: Sequence[str] | None = None) -> None:
         self.groups = list(groups)
         self.labels = list(labels) if labels is not None else None
+        self.units = list(units) if units is not None else None
         self.batch_size = max(1, int(batch_size))
         self.seed = seed
         self.epoch = 0
@@ -145,8 +149,23 @@ class PromptGroupedSampler:
     def __len__(self) -> int:
         return len(self.groups)
 
+    def _unit_batches(self, indices: list[int], rng: random.Random) -> tuple[list[list[int]], list[int]]:
+        """Units (rows sharing a unit key) in a shuffled order, laid end to end and cut into batches: a unit stays
+        in one batch unless it straddles a cut. The remainder is the leftover."""
+        assert self.units is not None
+        by_unit: dict[str, list[int]] = defaultdict(list)
+        for index in indices:
+            by_unit[self.units[index]].append(index)
+        order = sorted(by_unit)
+        rng.shuffle(order)
+        stream = [index for unit in order for index in by_unit[unit]]
+        cut = len(stream) - len(stream) % self.batch_size
+        return [stream[i:i + self.batch_size] for i in range(0, cut, self.batch_size)], stream[cut:]
+
     def _group_batches(self, indices: list[int], rng: random.Random) -> tuple[list[list[int]], list[int]]:
         size = self.batch_size
+        if self.units is not None:
+            return self._unit_batches(indices, rng)
         if self.labels is None or size < 2:
             rng.shuffle(indices)
             cut = len(indices) - len(indices) % size
@@ -280,7 +299,7 @@ def target_labels(dataset: Any) -> list[str | None]:
 
 
 def make_lean(trainer: Any, share_prefix: bool, balance_labels: bool = False,
-              group_column: str = GROUP_FIELD) -> dict:
+              group_column: str = GROUP_FIELD, units: str | None = None) -> dict:
     """Apply the savings to a built TRL trainer; returns what was applied (logged and kept in the run record).
 
     ``share_prefix`` batches rows by ``group_column`` (the grid cell every training row records) and patches the
@@ -290,7 +309,7 @@ def make_lean(trainer: Any, share_prefix: bool, balance_labels: bool = False,
     """
     score_labelled_positions_only()
     applied: dict[str, Any] = {"labelled_positions_only": True, "shared_prefix": False, "balanced_labels": False}
-    if not (share_prefix or balance_labels):
+    if not (share_prefix or balance_labels or units):
         return applied
     args, dataset = trainer.args, trainer.train_dataset
     if getattr(args, "packing", False) or getattr(args, "padding_free", False):
@@ -304,7 +323,16 @@ def make_lean(trainer: Any, share_prefix: bool, balance_labels: bool = False,
             applied["shared_prefix_skipped"] = f"the training rows have no '{group_column}' column"
             share_prefix = False
     labels = target_labels(dataset) if balance_labels else None
-    sampler = PromptGroupedSampler(groups, args.per_device_train_batch_size, args.seed, labels)
+    unit_keys = None
+    if units:
+        if units not in dataset.column_names:
+            from gnt.training.config import TrainingError
+
+            raise TrainingError(f"batch_units: the training rows have no '{units}' column (they have "
+                                f"{', '.join(dataset.column_names)})")
+        unit_keys = [str(value) for value in dataset[units]]
+        applied["batch_units"] = units
+    sampler = PromptGroupedSampler(groups, args.per_device_train_batch_size, args.seed, labels, unit_keys)
     trainer._get_train_sampler = lambda train_dataset=None: sampler
     if share_prefix:
         share_prompt_prefix(trainer.model)

@@ -45,7 +45,8 @@ def _build_trainer(run: PreparedRun, callbacks: list) -> Any:
         callbacks=callbacks,
     )
     project = run.setup.project
-    run.record["lean_forward"] = make_lean(trainer, project.share_prompt_prefix, project.balance_label_batches)
+    run.record["lean_forward"] = make_lean(trainer, project.share_prompt_prefix, project.balance_label_batches,
+                                           units=project.batch_units)
     if project.decision_token_weight != 1.0:
         replies = run.data.rows_manifest.get("replies")  # a judge's rows: its label replies
         if replies:

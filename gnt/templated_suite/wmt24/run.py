@@ -171,7 +171,7 @@ class Wmt24Task:
         self.chunk_size = evaluation.chunk_size
         self.params = DecodingParams(max_new_tokens=evaluation.max_new_tokens)
 
-    def size(self) -> int:
+    def size(self, model: ModelUnderTest | None = None) -> int:
         return len(self.segments)
 
     def chunks(self, model: ModelUnderTest, system_role: bool) -> Iterator[list[_SegmentRequest]]:
