@@ -47,6 +47,8 @@ BOOKKEEPING = frozenset({MARKER, ".gnt-run.lock"})
 KINDS = {
     "sft": "an SFT run (train/sft.py)",
     "dpo": "a DPO run (train/dpo.py)",
+    "grpo": "a GRPO run (train/grpo.py)",
+    "onpolicy": "an on-policy alignment folder (train/onpolicy.py)",
     "data": "a data build (data/build.py)",
     "results": "an evaluation results folder (eval/evaluate.py)",
     "report": "a report (eval/report.py)",

@@ -152,3 +152,23 @@ def test_a_round_pairs_and_trains_and_a_rerun_does_nothing_again(tmp_path: Path,
 
     monkeypatch.setattr(onpolicy, "sample_round", no_sampling)
     assert run_onpolicy(config, say=lambda _msg: None) == final
+
+
+@pytest.mark.slow
+def test_grpo_trains_an_sft_adapter_with_the_gnt_rewards(tmp_path: Path, eval_tiny_run: Path,
+                                                         eval_data_dir: Path) -> None:
+    """TRL's GRPOTrainer on the tiny model: two steps, rewards from the same functions as on-policy DPO."""
+    from gnt.alignment.grpo import run_grpo
+    from gnt.paths import RECIPES_DIR
+
+    out = tmp_path / "grpo"
+    run_grpo(str(RECIPES_DIR / "tiny-grpo.yaml"), [("sft_adapter", str(eval_tiny_run / "checkpoint-2")),
+                                                   ("data_dir", str(eval_data_dir)), ("output_dir", str(out)),
+                                                   ("max_train_samples", 8)])
+    record = read_json(out / "gnt_run.json")
+    assert record["status"] == "complete" and record["stage"] == "grpo" and record["global_step"] == 2
+    assert record["rewards"]["names"] == ["label", "adequacy"]
+    assert (out / "adapter_config.json").is_file()
+    state = read_json(out / "trainer_state.json")
+    logged = [entry for entry in state["log_history"] if "rewards/label_reward/mean" in entry]
+    assert logged, "TRL logs each reward function by its name"

@@ -18,7 +18,7 @@ from gnt.cli import COMMANDS
 from gnt.cli import main as gnt_main
 from gnt.paths import PROJECT_ROOT
 
-EXPECTED = ("build", "sft", "dpo", "onpolicy", "eval", "judge", "comet", "attribute", "templated", "report", "watch", "model", "launch")
+EXPECTED = ("build", "sft", "dpo", "grpo", "onpolicy", "eval", "judge", "comet", "attribute", "templated", "report", "watch", "model", "launch")
 
 
 def gnt(*args: str, cwd: Path = PROJECT_ROOT) -> subprocess.CompletedProcess:

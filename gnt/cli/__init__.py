@@ -32,7 +32,7 @@ from gnt.cli.command import Command
 from gnt.recipe import EXIT_USAGE
 
 COMMANDS: dict[str, Command] = {command.name: command for command in (
-    build.COMMAND, train.SFT, train.DPO, onpolicy.COMMAND, evaluate.COMMAND, judge.COMMAND, comet.COMMAND, attribute.COMMAND,
+    build.COMMAND, train.SFT, train.DPO, train.GRPO, onpolicy.COMMAND, evaluate.COMMAND, judge.COMMAND, comet.COMMAND, attribute.COMMAND,
     templated.COMMAND, report.COMMAND, watch.COMMAND, models.COMMAND, launch.COMMAND,
 )}
 """Every subcommand, in the order ``gnt --help`` lists them."""

@@ -63,6 +63,8 @@ def _run(stage: str):
             return
         if stage == "sft":
             from gnt.training.sft import run_sft as train
+        elif stage == "grpo":
+            from gnt.alignment.grpo import run_grpo as train
         else:
             from gnt.training.dpo import run_dpo as train
         train(recipe)
@@ -71,14 +73,15 @@ def _run(stage: str):
 
 
 def _command(stage: str, line: str) -> Command:
-    from gnt.training.config import STAGE_DEFAULTS, STAGE_KEYS, TRAINER_BOUNDS
+    from gnt.training.config import STAGE_DEFAULTS, STAGE_KEYS, trainer_bounds
 
     return Command(
         name=stage, script=f"train/{stage}.py", line=line, settings=_settings(stage), run=_run(stage),
         summary=__doc__ or "", recipe="a training recipe (recipes/*.yaml) of these keys",
-        defaults=STAGE_DEFAULTS, elsewhere=_elsewhere(stage), description=STAGE_KEYS, bounds=TRAINER_BOUNDS,
+        defaults=STAGE_DEFAULTS, elsewhere=_elsewhere(stage), description=STAGE_KEYS, bounds=trainer_bounds(stage),
     )
 
 
 SFT = _command("sft", "LoRA/QLoRA supervised fine-tuning (one process; GPUs: accelerate launch)")
 DPO = _command("dpo", "DPO of an SFT adapter (one process; GPUs: accelerate launch)")
+GRPO = _command("grpo", "GRPO of an SFT adapter with the GNT rewards (one process; GPUs: accelerate launch)")

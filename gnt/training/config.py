@@ -20,7 +20,7 @@ from gnt.output_folder import check_output_folder
 from gnt.recipe import Bounds, RecipeError, RecipeSchema, ResolvedRecipe, resolve_recipe
 from gnt.settings import SYSTEM_ROLE_HELP, SystemRole, WandbSettings
 
-STAGES = ("sft", "dpo")
+STAGES = ("sft", "dpo", "grpo")
 
 
 class TrainingError(RecipeError):
@@ -131,6 +131,25 @@ class DPOProjectArgs(ProjectArgs):
     )
 
 
+@dataclass
+class GRPOProjectArgs(ProjectArgs):
+    """Project keys of the GRPO stage: online alignment of an SFT adapter with the GNT rewards (docs/alignment.md)."""
+
+    sft_adapter: str | None = field(
+        default=None,
+        metadata={"help": "SFT adapter to start from: an SFT run's output directory or one of its checkpoint-N "
+                  "folders (required)."},
+    )
+    rewards: dict = field(
+        default_factory=lambda: {"label": 1.0, "judge": 1.0, "adequacy": 1.0},
+        metadata={"help": "reward name -> weight (label, judge, adequacy: docs/alignment.md); TRL's reward_weights "
+                  "are set from it"},
+    )
+    judge: str | None = field(
+        default=None, metadata={"help": "the judge recipe of the judge reward (e.g. recipes/judge-gemma270m.yaml)"})
+    judge_keys: dict = field(default_factory=dict, metadata={"help": "keys of that judge recipe to override"})
+
+
 DPO_FIXED_KEYS = {
     "lora_r", "lora_alpha", "lora_dropout", "lora_target_modules", "lora_target_parameters", "lora_modules_to_save",
     "lora_task_type", "use_rslora", "use_dora",
@@ -169,6 +188,15 @@ value outside is refused when the recipe is read, before a model is loaded (``le
 all-NaN adapter; ``dataloader_num_workers: -1`` hangs; ``beta: 0`` learns nothing). The project's own keys carry
 their ranges in their field metadata (:class:`gnt.recipe.Bounds`)."""
 
+
+
+def trainer_bounds(stage: str) -> dict[str, Bounds]:
+    """The ranges of a stage's trainer keys: GRPO's ``beta`` (its KL weight) may be 0, TRL's default there."""
+    if stage == "grpo":
+        return {**TRAINER_BOUNDS, "beta": Bounds(0, 1000, note="GRPO's KL weight: 0 (TRL's default) adds no KL term")}
+    return TRAINER_BOUNDS
+
+
 STAGE_DEFAULTS: dict[str, Any] = {
     "use_peft": True,  # gnt-align trains adapters: the evaluator and vLLM load checkpoints as LoRA adapters
     "ddp_find_unused_parameters": False,  # LoRA has none; True costs an extra graph traversal per step
@@ -184,24 +212,33 @@ def stage_classes(stage: str) -> tuple[type, type, type]:
         return SFTProjectArgs, SFTConfig, ModelConfig
     if stage == "dpo":
         return DPOProjectArgs, DPOConfig, ModelConfig
+    if stage == "grpo":
+        from trl import GRPOConfig
+
+        return GRPOProjectArgs, GRPOConfig, ModelConfig
     raise ValueError(f"unknown stage {stage!r}; valid: {', '.join(STAGES)}")
 
 
-STAGE_KEYS = "Recipe keys are TRL SFTConfig/DPOConfig and ModelConfig fields plus the project keys."
+STAGE_KEYS = "Recipe keys are TRL SFTConfig/DPOConfig/GRPOConfig and ModelConfig fields plus the project keys."
 
 
 def stage_elsewhere(stage: str) -> dict[str, str]:
     """Keys of the other stage, each with a hint (``beta`` in an SFT recipe: run DPO recipes with train/dpo.py)."""
-    other = "dpo" if stage == "sft" else "sft"
     own = {f.name for klass in stage_classes(stage) for f in dataclasses.fields(klass)}
-    hint = f"It is a {other.upper()} key: run {other.upper()} recipes with train/{other}.py."
-    return {f.name: hint for klass in stage_classes(other) for f in dataclasses.fields(klass) if f.name not in own}
+    hints: dict[str, str] = {}
+    for other in (o for o in STAGES if o != stage):
+        hint = f"It is a {other.upper()} key: run {other.upper()} recipes with train/{other}.py."
+        for klass in stage_classes(other):
+            for f in dataclasses.fields(klass):
+                if f.name not in own:
+                    hints.setdefault(f.name, hint)
+    return hints
 
 
 @functools.cache
 def stage_schema(stage: str) -> RecipeSchema:
     """All keys a recipe of ``stage`` may use; keys of the other stage get a hint instead of only suggestions."""
-    schema = RecipeSchema.from_dataclasses(stage_classes(stage), bounds=TRAINER_BOUNDS, description=STAGE_KEYS)
+    schema = RecipeSchema.from_dataclasses(stage_classes(stage), bounds=trainer_bounds(stage), description=STAGE_KEYS)
     schema.elsewhere.update(stage_elsewhere(stage))
     return schema
 
@@ -264,8 +301,8 @@ def build_setup(stage: str, recipe: ResolvedRecipe, *, dry_run: bool = False) ->
     if stage == "sft" and not values.get("model_name_or_path"):
         raise RecipeError(f"{where}: 'model_name_or_path' is required (a hub id, a local folder, or gnt:tiny)")
     check_model_key(f"{where}: model_name_or_path", values.get("model_name_or_path"))
-    if stage == "dpo" and not values.get("sft_adapter"):
-        raise RecipeError(f"{where}: 'sft_adapter' is required: the SFT run (or checkpoint) DPO starts from")
+    if stage in ("dpo", "grpo") and not values.get("sft_adapter"):
+        raise RecipeError(f"{where}: 'sft_adapter' is required: the SFT run (or checkpoint) {stage.upper()} starts from")
     if not values.get("use_peft", True):
         raise RecipeError(
             f"{where}: use_peft: false is not supported: gnt-align trains LoRA adapters, which is what the "
@@ -273,7 +310,7 @@ def build_setup(stage: str, recipe: ResolvedRecipe, *, dry_run: bool = False) ->
         )
     if values.get("load_in_4bit") and values.get("load_in_8bit"):
         raise RecipeError(f"{where}: load_in_4bit and load_in_8bit are exclusive")
-    if stage == "dpo":
+    if stage in ("dpo", "grpo"):
         lora = sorted(k for k in values if k in DPO_FIXED_KEYS and recipe.sources.get(k) != "default")
         if lora:
             raise RecipeError(

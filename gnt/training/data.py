@@ -19,8 +19,12 @@ from gnt.filenames import MANIFEST
 from gnt.io import DamagedFile, read_json, sha256_file
 from gnt.training.config import TrainingError
 
-FIELDS = {"sft": ("prompt", "completion"), "dpo": ("prompt", "chosen", "rejected")}
+FIELDS = {"sft": ("prompt", "completion"), "dpo": ("prompt", "chosen", "rejected"), "grpo": ("prompt",)}
 """The columns each stage trains on; metadata columns (id, lang, ...) stay in the files."""
+ROWS = {"sft": "sft", "dpo": "dpo", "grpo": "sft"}
+"""The build's folder a stage reads by default (GRPO samples its own answers to the SFT rows' prompts)."""
+ENTRY_FIELDS = ("id", "lang")
+"""Kept for GRPO: which entry a prompt is of, so its rewards can read the entry's references."""
 
 GROUP_FIELD = "cell"
 """The one metadata column kept: the grid cell a row's prompt was drawn from, by which batches can share their
@@ -64,9 +68,9 @@ def check_data_dir(data_dir: str | Path, stage: str, rows: str | None = None) ->
         raise TrainingError(f"data_dir: {data_dir} does not exist. Build it with `{build}`.")
     if not (path / MANIFEST).is_file():
         raise TrainingError(f"data_dir: {data_dir} has no {MANIFEST}: not a directory built by `{build}`.")
-    train = stage_files(path, rows or stage)["train"]
+    train = stage_files(path, rows or ROWS[stage])["train"]
     if not train.is_file():
-        what = f"the {(rows or stage).upper()} rows" + (f" that data_rows={rows} names" if rows else "")
+        what = f"the {(rows or ROWS[stage]).upper()} rows" + (f" that data_rows={rows} names" if rows else "")
         raise TrainingError(f"data_dir: {train} is missing ({what}). Rebuild with `{build}`.")
     return path
 
@@ -100,6 +104,7 @@ def read_rows(path: Path, stage: str, kinds: Sequence[str] | None = None,
     with ``labels``, each row's ``label`` must be one of them. DataErrors name the file, line and field."""
     fields = FIELDS[stage] if kinds is None else (*FIELDS[stage], KIND_FIELD)
     rows, errors = [], []
+    seen: set[tuple[str, str]] = set()
     for line, record in json_object_lines(path):
         if len(errors) >= MAX_REPORTED_ERRORS:
             break
@@ -133,6 +138,14 @@ def read_rows(path: Path, stage: str, kinds: Sequence[str] | None = None,
             row[TARGET_LABEL] = record[LABEL_FIELD]
         if isinstance(record.get(UNIT_FIELD), str):
             row[UNIT_FIELD] = record[UNIT_FIELD]
+        if stage == "grpo":
+            if any(not isinstance(record.get(f), str) for f in ENTRY_FIELDS):
+                errors.append(DataError(f"a GRPO prompt row needs its entry's {' and '.join(ENTRY_FIELDS)}", path, line))
+                continue
+            if (record["lang"], record["id"]) in seen:
+                continue  # a Set-N entry has a row per neutral reference, all with its one prompt
+            seen.add((record["lang"], record["id"]))
+            row.update({f: record[f] for f in ENTRY_FIELDS})
         rows.append(row)
     if errors:
         raise errors[0] if len(errors) == 1 else DataErrors(errors)
@@ -202,14 +215,14 @@ def load_training_data(
     """Read, validate, adapt and filter a stage's rows (``rows_name``: another folder of the build, such as the
     judge's); raise TrainingError/DataError(s) with the fix to apply."""
     path = check_data_dir(data_dir, stage, rows_name)
-    rows_name = rows_name or stage
+    rows_name = rows_name or ROWS[stage]
     files = stage_files(path, rows_name)
     manifest_path = path / MANIFEST
     manifest = read_json(manifest_path, advice=f"rebuild the data with `python data/build.py out_dir={data_dir}`")
     if not isinstance(manifest, dict):
         raise DamagedFile(manifest_path, f"a {type(manifest).__name__}, not a mapping",
                           f"rebuild the data with `python data/build.py out_dir={data_dir}`")
-    section = manifest.get(rows_name) if rows_name not in ("sft", "dpo") else None
+    section = manifest.get(rows_name) if rows_name not in ROWS.values() else None
     section = section if isinstance(section, dict) else {}
     keys = section.get("source_keys") or manifest.get("source_keys", {})
     source_keys = sorted(set(keys.get("train", [])) | set(keys.get("dev", [])))

@@ -207,14 +207,15 @@ def _prepare(plugin: StagePlugin, setup: TrainSetup, lock: RunLock | None) -> Pr
 
     data = load_training_data(
         project.data_dir, plugin.stage, tokenizer=tokenizer,
-        system_role=_system_role(project.system_role, tokenizer), max_length=args.max_length,
+        system_role=_system_role(project.system_role, tokenizer), max_length=getattr(args, "max_length", None),
         max_train_samples=project.max_train_samples, max_eval_samples=project.max_eval_samples, seed=args.seed,
         with_dev=str(getattr(args.eval_strategy, "value", args.eval_strategy)) != "no",
         pair_kinds=getattr(project, "pair_kinds", None), rows_name=project.data_rows,
     )
     for split, count in data.counts.items():
         if count["dropped_too_long"]:
-            say(f"{split}: dropped {count['dropped_too_long']} rows longer than max_length={args.max_length} "
+            limit = getattr(args, "max_length", None)  # GRPO has no max_length: nothing is dropped there
+            say(f"{split}: dropped {count['dropped_too_long']} rows longer than max_length={limit} "
                 f"tokens (truncation would cut their end-of-turn token); training on {count['used']} of "
                 f"{count['file_rows']}")
     plugin.check_rows(tokenizer, data, setup)
