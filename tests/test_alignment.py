@@ -87,8 +87,9 @@ def test_bad_input_is_one_error_before_any_sampling(tmp_path: Path, eval_tiny_ru
 def test_finished_rounds_of_other_settings_are_never_overwritten(tmp_path: Path, eval_tiny_run: Path,
                                                                  eval_data_dir: Path) -> None:
     config = _config(tmp_path, eval_tiny_run, eval_data_dir)
-    out = tmp_path / "onpolicy"
-    out.mkdir()
+    from gnt.output_folder import claim_output_folder
+
+    out = claim_output_folder(tmp_path / "onpolicy", "onpolicy")  # a folder an earlier run wrote
     (out / "onpolicy.json").write_text(json.dumps({"format": "gnt-align/onpolicy/1", "settings_key": "other",
                                                    "rounds": {"1": {"status": "complete"}}}))
     with pytest.raises(RecipeError, match=r"finished round\(s\) 1 made with other settings"):

@@ -34,6 +34,7 @@ from gnt.data.entry import Entry
 from gnt.data.training_rows import ONPOLICY
 from gnt.filenames import MANIFEST
 from gnt.io import atomic_directory, hash_json, read_json, read_jsonl, write_json
+from gnt.output_folder import check_output_folder, claim_output_folder
 from gnt.recipe import RecipeError
 from gnt.settings import BackendSettings
 
@@ -364,6 +365,7 @@ def check_before_sampling(config: OnPolicyConfig) -> dict[str, Any]:
         if recipe.judge_adapter:
             judge_adapter(recipe.judge_adapter, resolve_model_path(recipe.judge_model or ""), recipe=recipe.recipe)
     out = Path(config.output_dir or "")
+    check_output_folder(out, "onpolicy", "output_dir")  # never a user's folder, nor another kind of run
     dpo_recipe(config, config.policy or "", out / "pairs-round-1", out / "round-1")  # the keys resolve
     state_path = out / STATE
     state = read_json(state_path) if state_path.is_file() else {"format": FORMAT, "rounds": {}}
@@ -381,8 +383,7 @@ def run_onpolicy(config: OnPolicyConfig, say: Any = print) -> Path:
     aligned adapter)."""
     config.validate()
     state = check_before_sampling(config)
-    out = Path(config.output_dir or "")
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_output_folder(Path(config.output_dir or ""), "onpolicy", "output_dir")
     state.update(settings_key=config.settings_key(), settings=settings_record(config))
     prompts = training_prompts(Path(config.data_dir or ""), config.templated)
     policy = config.policy or ""
