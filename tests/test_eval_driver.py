@@ -44,7 +44,7 @@ class WordTask:
         self.chunk_size = chunk_size
         self.params = DecodingParams(max_new_tokens=8)
 
-    def size(self) -> int:
+    def size(self, model=None) -> int:
         return len(WORDS)
 
     def chunks(self, model: ModelUnderTest, system_role: bool) -> Iterator[list[tuple[int, GenerationRequest]]]:

@@ -231,7 +231,7 @@ def test_pair_kinds_keep_only_those_preference_pairs(tokenizer, training_data_di
     assert "label_decision" in kinds and len(set(kinds)) > 1
     decision = read_rows(path, "dpo", ["label_decision"])
     assert len(decision) == kinds.count("label_decision")
-    assert all(set(row) <= {"prompt", "chosen", "rejected", "cell"} for row in decision)
+    assert all(set(row) <= {"prompt", "chosen", "rejected", "cell", "source_key"} for row in decision)
     # a label_decision pair differs in its label line alone: the translation after it is the same
     assert all(row["chosen"][0]["content"].split("[", 1)[1] == row["rejected"][0]["content"].split("[", 1)[1]
                and label_of(row["chosen"][0]["content"]) != label_of(row["rejected"][0]["content"])

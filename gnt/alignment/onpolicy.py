@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from gnt.alignment.rewards import RewardSpec, Scored, check_rewards, read_samples, with_verdicts
 from gnt.data.entry import Entry
 from gnt.data.training_rows import ONPOLICY
@@ -247,14 +249,20 @@ def sample_round(config: OnPolicyConfig, prompts: Sequence[Prompt], policy: str,
         GenerationRequest(prompt.messages, adapter, Constraint("regex", output_regex(prompt.entry.lang)),
                           DecodingParams(max_new_tokens=config.max_new_tokens, temperature=config.temperature,
                                          top_p=config.top_p, seed=config.seed * 100_003 + round_number * 101 + j))
-        for prompt in prompts for j in range(k)
+        for j in range(k) for prompt in prompts  # one seed's samples together: the backend batches them
     ]
+    generations = []
+    chunk = max(1, config.batch_size) * 2  # cached as each chunk finishes: a killed round keeps its samples
     try:
-        generations = backend.generate(requests)
+        with tqdm(total=len(requests), desc=f"round {round_number}: sampling", unit="sample",
+                  disable=not config.progress) as bar:
+            for start in range(0, len(requests), chunk):
+                generations += backend.generate(requests[start : start + chunk])
+                bar.update(min(chunk, len(requests) - start))
     finally:
         backend.close()
     texts = [g.text if g.error is None else "" for g in generations]
-    return [texts[i * k : (i + 1) * k] for i in range(len(prompts))]
+    return [[texts[j * len(prompts) + i] for j in range(k)] for i in range(len(prompts))]
 
 
 def self_backend(config: OnPolicyConfig) -> BackendSettings:

@@ -1,0 +1,195 @@
+"""Does alignment beat SFT on what GNT is about? On-policy DPO against its SFT start, chosen on dev, over seeds.
+
+Why: an alignment stage earns its place only if it improves on the SFT model it starts from, on neutral
+*translation* (not only the label), without losing the decision or the translation, and not by the luck of one
+seed. This runs, on 2 CPU cores with Gemma 3 270M (the demo's model and data):
+
+1. the demo's data build and its learned judge (trained once, validated on the held-out references of every
+   language: the instrument, never trained or tuned on the rows it scores);
+2. per seed, the demo's SFT (``recipes/gemma270m.yaml seed=S``);
+3. per alignment variant and seed, ``train/onpolicy.py`` from that SFT adapter, and both scored on the **dev**
+   rows (mGeNTE dev of it and es, and the templated dev rows: the dev split alone is small): Set-N GNT accuracy
+   judged by the learned judge with inadequate translations counted as failures, label balanced accuracy, chrF++;
+4. the variant with the best mean dev gain in Set-N GNT accuracy, among those that keep the label and chrF++
+   (mean dev loss at most 2 points of balanced accuracy and 1 point of chrF++), is the chosen one;
+5. only the chosen variant, per seed, against its SFT start on the held-out **test** rows (it, es): paired
+   bootstrap (rows resampled) of each difference, with the goals below.
+
+Every variant tried is kept in the record with its settings, seeds and dev figures, and the commit.
+
+    python bench/alignment_cpu.py                               # everything, ~90 min on 2 cores
+    python bench/alignment_cpu.py seeds=42 variants=k4          # one seed, one variant (a smoke run)
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from record import bench_command, conclude
+
+from gnt.cli.command import Call
+from gnt.io import read_json
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ("langs=it,es", "judge_langs=it,es,de,el", "train_configs=None,S", "train_shots=0", "templated_pairs=600")
+JUDGE, SFT, ONPOLICY, EVAL = ("recipes/judge-gemma270m.yaml", "recipes/gemma270m.yaml", "recipes/gemma270m-onpolicy.yaml",
+                              "recipes/eval-gemma270m.yaml")
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "k4": (),
+    "k4_dpo16": ("dpo.max_steps=16", "dpo.save_steps=16"),
+}
+"""On-policy settings tried, as overrides of recipes/gemma270m-onpolicy.yaml (its own: 64 prompts x 4 samples at
+temperature 0.8, the three rewards, 8 DPO steps of 8 pairs)."""
+TESTS = {"gnt_n_adequate": ("gnt_accuracy_adequate", "Set-N"), "label_bal": ("label_balanced_accuracy", None),
+         "chrf": ("chrf", None), "label_g": ("label_accuracy", "Set-G"), "label_n": ("label_accuracy", "Set-N")}
+GOALS = {
+    "gnt_n_adequate": "Set-N GNT accuracy (learned judge, inadequate = wrong): higher, paired bootstrap p < 0.05, in "
+                      "every seed",
+    "label_bal": "label balanced accuracy: not significantly lower in any seed",
+    "chrf": "chrF++ within 1 point of SFT's in every seed",
+}
+
+
+def _run(command: list[str]) -> None:
+    print("$ " + " ".join(command), flush=True)
+    subprocess.run(command, cwd=ROOT, check=True)
+
+
+def _py(*words: str) -> list[str]:
+    return [sys.executable, *words]
+
+
+@dataclass
+class AlignmentCpuOptions:
+    """Which seeds and variants, where."""
+
+    seeds: list[int] = field(default_factory=lambda: [42, 1, 2], metadata={"help": "training seeds (>= 3 to compare)"})
+    variants: list[str] = field(default_factory=lambda: list(VARIANTS), metadata={
+        "choices": tuple(VARIANTS), "help": "alignment variants tried on dev"})
+    out_dir: str | None = field(default=None, metadata={"help": "work folder (default outputs/bench-alignment)"})
+
+
+def evaluate(out: Path, runs: list[Path], judge: Path, results: Path, split: str) -> None:
+    """The grid and the learned judge over ``runs``' last checkpoints (no base), on ``split``."""
+    _run(_py("eval/evaluate.py", EVAL, f"runs={','.join(map(str, runs))}", f"out_dir={results}", f"split={split}",
+             "include_base=false", "preference=false", "steps=grid,judge", f"judge.judge_adapter={judge}",
+             f"mgente={out / 'data'}", *(["templated_rows=true"] if split == "dev" else []), "progress=false"))
+
+
+def figures(results: Path) -> dict[str, dict[str, Any]]:
+    """Per model of a results folder: each tested figure over all its rows."""
+    from gnt.report.collect import collect
+
+    found: dict[str, dict[str, Any]] = {}
+    for model in collect(results).models:
+        overall = (model.metrics or {}).get("overall") or {}
+        gnt = (overall.get("gnt_accuracy_adequate") or {}).get("Set-N") or {}
+        found[model.name] = {
+            "gnt_n_adequate": gnt.get("value"),
+            "label_bal": (overall.get("label_balanced_accuracy") or {}).get("value"),
+            "chrf": ((overall.get("adequacy") or {}).get("chrf") or {}).get("value"),
+            "label_g": ((overall.get("label_accuracy") or {}).get("Set-G") or {}).get("value"),
+            "label_n": ((overall.get("label_accuracy") or {}).get("Set-N") or {}).get("value"),
+        }
+    return found
+
+
+def paired(results: Path, sft: str, aligned: str) -> dict[str, dict[str, Any]]:
+    """Aligned minus SFT on the same rows, per tested figure: difference, 95% CI, p-value, pairs."""
+    from gnt.report.collect import collect
+    from gnt.report.significance import compare
+
+    models = {m.name: m for m in collect(results).models}
+    out = {}
+    for key, metric in TESTS.items():
+        result = compare(models[sft], models[aligned], metric, None)
+        out[key] = None if result is None else {"delta": result.delta, "ci": [result.lo, result.hi],
+                                                "p": result.p_value, "n": result.n_pairs}
+    return out
+
+
+def last_checkpoint(results: Path, run: Path) -> str:
+    names = [m["name"] for m in read_json(results / "summary.json")["models"]]
+    mine = [n for n in names if n.startswith(f"{run.name}/")]
+    return mine[-1]
+
+
+def _bench(call: Call) -> int:
+    args = call.build(AlignmentCpuOptions)
+    out = Path(args.out_dir or ROOT / "outputs" / "bench-alignment")
+    started = time.perf_counter()
+    data, judge = out / "data", out / "runs" / "judge"
+    _run(_py("data/build.py", f"out_dir={data}", *BUILD)) if not (data / "manifest.json").is_file() else None
+    _run(_py("train/sft.py", JUDGE, f"data_dir={data}", f"output_dir={judge}"))
+    validation = out / "judge" / "validation.json"
+    _run(_py("eval/judge.py", "validate", JUDGE, f"judge_adapter={judge}",
+             f"data={data / 'eval' / 'judge_references.jsonl'}", f"validation={validation}"))
+    dev: dict[str, dict[str, Any]] = {}
+    for seed in args.seeds:
+        sft = out / "runs" / f"sft-{seed}"
+        _run(_py("train/sft.py", SFT, f"data_dir={data}", f"output_dir={sft}", f"seed={seed}", "report_to=none"))
+        for variant in args.variants:
+            aligned = out / "runs" / f"{variant}-{seed}"
+            _run(_py("train/onpolicy.py", ONPOLICY, f"policy={sft}", f"data_dir={data}", f"output_dir={aligned}",
+                     f"seed={seed}", f"judge_keys.judge_adapter={judge}", "progress=false", *VARIANTS[variant]))
+            results = out / "dev" / f"{variant}-{seed}"
+            evaluate(out, [sft, aligned / "round-1"], judge, results, "dev")
+            found = figures(results)
+            sft_name, aligned_name = last_checkpoint(results, sft), last_checkpoint(results, aligned / "round-1")
+            dev.setdefault(variant, {})[str(seed)] = {
+                "sft": found[sft_name], "aligned": found[aligned_name],
+                "delta": {k: (found[aligned_name][k] or 0) - (found[sft_name][k] or 0) for k in TESTS},
+                "onpolicy": read_json(aligned / "onpolicy.json")["rounds"]["1"]["counts"],
+            }
+
+    def mean(variant: str, key: str) -> float:
+        return statistics.mean(dev[variant][str(s)]["delta"][key] for s in args.seeds)
+
+    keeps = [v for v in args.variants if mean(v, "label_bal") >= -0.02 and mean(v, "chrf") >= -1.0]
+    chosen = max(keeps or args.variants, key=lambda v: mean(v, "gnt_n_adequate"))
+    test: dict[str, Any] = {}
+    for seed in args.seeds:
+        sft, aligned = out / "runs" / f"sft-{seed}", out / "runs" / f"{chosen}-{seed}" / "round-1"
+        results = out / "test" / f"{chosen}-{seed}"
+        evaluate(out, [sft, aligned], judge, results, "test")
+        sft_name, aligned_name = last_checkpoint(results, sft), last_checkpoint(results, aligned)
+        found = figures(results)
+        test[str(seed)] = {"sft": found[sft_name], "aligned": found[aligned_name],
+                           "paired": paired(results, sft_name, aligned_name)}
+    met = {
+        "gnt_n_adequate": all((t["paired"]["gnt_n_adequate"] or {}).get("delta", 0) > 0
+                              and t["paired"]["gnt_n_adequate"]["p"] < 0.05 for t in test.values()),
+        "label_bal": all(not ((t["paired"]["label_bal"] or {}).get("delta", 0) < 0
+                              and t["paired"]["label_bal"]["p"] < 0.05) for t in test.values()),
+        "chrf": all(abs((t["paired"]["chrf"] or {}).get("delta", 99)) <= 1.0 for t in test.values()),
+    }
+    spread = {key: {"mean": statistics.mean(t["paired"][key]["delta"] for t in test.values()),
+                    "sd": statistics.pstdev(t["paired"][key]["delta"] for t in test.values())}
+              for key in TESTS if all(t["paired"][key] for t in test.values())}
+    record = {
+        "seeds": args.seeds, "variants": {v: list(VARIANTS[v]) for v in args.variants},
+        "recipes": {"judge": JUDGE, "sft": SFT, "onpolicy": ONPOLICY, "eval": EVAL, "build": list(BUILD)},
+        "judge_validation": {k: read_json(validation).get(k) for k in ("accuracy", "macro_f1", "n")},
+        "dev": dev, "chosen": chosen, "choice_rule": "best mean dev gain in Set-N GNT accuracy (inadequate = wrong) "
+        "among variants whose mean dev label balanced accuracy loss is <= 0.02 and chrF++ loss <= 1",
+        "test": test, "test_delta_mean_sd": spread, "goals_met": met,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    rows = [(f"{key}: aligned - SFT (mean, sd over seeds)", f"{v['mean']:+.4f} ± {v['sd']:.4f}", "")
+            for key, v in spread.items()]
+    rows += [(f"goal: {GOALS[k]}", "met" if ok else "NOT met", "") for k, ok in met.items()]
+    conclude("alignment_cpu", f"on-policy alignment vs SFT, chosen variant {chosen}, seeds {args.seeds}", rows,
+             record, GOALS, [GOALS[k] for k, ok in met.items() if not ok])
+    return 0
+
+
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: on-policy alignment against its SFT start, chosen on dev, over seeds",
+    AlignmentCpuOptions, _bench, __doc__
+)
