@@ -1,7 +1,9 @@
 #!/usr/bin/env python
 """The demo chain, run as the same commands a user types: data → the judge (a LoRA trained on the build's judge
-rows, then validated on the held-out references of every language) → SFT → DPO → ``gnt eval`` (grid sweep → judge
-→ templated suite → attribution → report, + eval metrics logged into the training runs' offline W&B runs).
+rows, then validated on the held-out references of every language) → SFT → alignment (on-policy DPO with the GNT
+rewards for Gemma, off-policy DPO for the others) → the stage choice (SFT and the aligned stage on the dev split:
+the chain ends at the aligned stage only where it beats SFT there) → ``gnt eval`` (grid sweep → judge → templated
+suite → attribution → report, + eval metrics logged into the training runs' offline W&B runs).
 
     python scripts/demo.py                   # Gemma 3 270M (a real multilingual model, offline), en-it + en-es
     python scripts/demo.py model=smollm      # SmolLM2-135M-Instruct (English-first: does not translate)
@@ -39,7 +41,7 @@ from gnt.records import environment_record
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_RECORD = "demo_record.json"
 """Written in the demo folder: each step's wall time and peak resident memory, the versions and the commit."""
-TRAINING_STEPS = ("data", "judge_training", "judge_validation", "sft", "dpo")
+TRAINING_STEPS = ("data", "judge_training", "judge_validation", "sft", "dpo", "select")
 EVAL_STEPS = {"eval": "grid", "judge": "judge", "templated": "templated", "attribution": "attribution",
               "report": "report"}
 """The demo's evaluation step names and the pipeline steps (gnt/pipeline/keys.py) they are."""
@@ -56,11 +58,17 @@ class DemoProfile:
     dpo: str
     eval: str
     evaluate: str = "every"
+    """Which trained checkpoints the evaluation scores beside the base: ``every`` (SFT and the aligned stage) or
+    ``final`` (the aligned stage only)."""
     judge: str | None = None
     """The learned judge's training recipe (its judge: section is what the evaluation's judge step uses), or None
     where the evaluation judges with the lexical judge alone."""
-    """Which trained checkpoints the evaluation scores beside the base: ``every`` (SFT and DPO) or ``final`` (DPO
-    only: on 2 CPU cores each Gemma checkpoint costs minutes of generation, and the goals are final vs base)."""
+    onpolicy: str | None = None
+    """An on-policy recipe (train/onpolicy.py): the alignment samples the SFT policy and pairs its best and worst
+    samples by the GNT rewards; None: off-policy DPO on the build's pairs (the ``dpo`` recipe)."""
+    select: bool = False
+    """Score SFT and the aligned stage on the dev split and end the chain at the one that earns it
+    (gnt.alignment.stage_choice); the report says which and why."""
 
 
 MODELS = {
@@ -70,8 +78,8 @@ MODELS = {
     # path on the 4-shot cells of all languages.
     "gemma": DemoProfile(
         ("langs=it,es", "judge_langs=it,es,de,el", "train_configs=None,S", "train_shots=0", "templated_pairs=600"),
-        "recipes/gemma270m.yaml", "recipes/gemma270m-dpo.yaml", "recipes/eval-gemma270m.yaml", "final",
-        "recipes/judge-gemma270m.yaml",
+        "recipes/gemma270m.yaml", "recipes/gemma270m-dpo.yaml", "recipes/eval-gemma270m.yaml", "every",
+        "recipes/judge-gemma270m.yaml", "recipes/gemma270m-onpolicy.yaml", select=True,
     ),
     "smollm": DemoProfile(
         ("langs=it,es", "train_configs=None,S", "train_shots=0", "templated_pairs=600"),
@@ -83,6 +91,8 @@ MODELS = {
     ),
 }
 OVERRIDE_STEPS = ("judge_training", "sft", "dpo", *EVAL_STEPS)
+STAGE_CHOICE = "stage_choice.json"
+"""Written in the demo folder by the select step: which stage ends the chain, its dev figures and why."""
 
 
 def _step(name: str) -> dict:
@@ -101,8 +111,8 @@ class DemoOptions:
         "help": f"the steps to run, a subset of {','.join(STEPS)}"})
     dry_run: bool = field(default=False, metadata={"help": "print the commands without running them"})
     evaluate: Literal["final", "every"] | None = field(default=None, metadata={
-        "help": "score the final (DPO) checkpoint only, or every stage's (SFT and DPO), beside the base (null: the "
-                "model's default: final for gemma, every for smollm and tiny)"})
+        "help": "score the final stage only, or every stage's (SFT and the aligned stage), beside the base (null: "
+                "the model's default: every)"})
     judge_training: dict = _step("judge_training")
     sft: dict = _step("sft")
     dpo: dict = _step("dpo")
@@ -122,6 +132,12 @@ def eval_arguments(steps: list[str], options: DemoOptions) -> list[str]:
         for key, value in getattr(options, step).items():
             words.append(f"{key}={value}" if step == "eval" else f"{pipeline}.{key}={value}")
     return words
+
+
+def adapter_name(folder: Path) -> str:
+    """The results folder's name of an adapter the evaluation is given explicitly: its parent's name and its own."""
+    resolved = (ROOT / folder).resolve()
+    return f"{resolved.parent.name}/{resolved.name}"
 
 
 def _assignments(overrides: dict) -> list[str]:
@@ -172,7 +188,9 @@ def _run(call: Call) -> int:
     args = call.build(DemoOptions)
     steps = list(args.steps)
     out = Path(args.out_dir or f"outputs/demo-{args.model}")
-    data, sft, dpo, results = out / "data", out / "runs" / "sft", out / "runs" / "dpo", out / "eval"
+    data, sft, results = out / "data", out / "runs" / "sft", out / "eval"
+    aligned_root = out / "runs" / ("onpolicy" if MODELS[args.model].onpolicy else "dpo")
+    aligned = aligned_root / "round-1" if MODELS[args.model].onpolicy else aligned_root  # the aligned adapter
     judge_run = out / "runs" / "judge"
     profile = MODELS[args.model]
     py = sys.executable
@@ -200,15 +218,39 @@ def _run(call: Call) -> int:
             "SFT (LoRA)", args.dry_run,
         )
     if "dpo" in steps:
-        timings["dpo"] = run(
-            [py, "train/dpo.py", profile.dpo, f"data_dir={data}", f"sft_adapter={sft}", f"output_dir={dpo}",
-             *_assignments(args.dpo)],
-            "DPO (reference = the SFT adapter)", args.dry_run,
+        if profile.onpolicy:
+            timings["dpo"] = run(
+                [py, "train/onpolicy.py", profile.onpolicy, f"policy={sft}", f"data_dir={data}",
+                 f"output_dir={aligned_root}", *(f"judge_keys.{key}" for key in judge_keys), *_assignments(args.dpo)],
+                "alignment: on-policy DPO (the SFT policy's own samples, paired by the GNT rewards)", args.dry_run,
+            )
+        else:
+            timings["dpo"] = run(
+                [py, "train/dpo.py", profile.dpo, f"data_dir={data}", f"sft_adapter={sft}", f"output_dir={aligned}",
+                 *_assignments(args.dpo)],
+                "DPO (reference = the SFT adapter)", args.dry_run,
+            )
+    final, choice_words = aligned, []
+    if profile.select and "select" in steps:
+        timings["select"] = run(
+            [py, "eval/evaluate.py", profile.eval, f"adapters={sft},{aligned}", f"out_dir={out / 'dev'}", "split=dev",
+             "templated_rows=true", "include_base=false", "preference=false", "steps=grid,judge", "progress=false",
+             *(f"judge.{key}" for key in judge_keys), *_assignments(args.eval)],
+            "stage choice: SFT and the aligned stage on the dev split", args.dry_run,
         )
+        if not args.dry_run:
+            from gnt.alignment.stage_choice import choice_sentence, choose_stage
+
+            choice = choose_stage(out / "dev", adapter_name(sft), adapter_name(aligned))
+            write_json(out / STAGE_CHOICE, choice)
+            print(choice_sentence(choice), flush=True)
+            final = aligned if choice["final"] == "aligned" else sft
+    if profile.select and (out / STAGE_CHOICE).is_file():
+        choice_words = [f"report.stage_choice={out / STAGE_CHOICE}"]
     if any(step in EVAL_STEPS for step in steps):
         timings["evaluation"] = run(
-            [py, "eval/evaluate.py", profile.eval, f"runs={dpo}" if evaluate == "final" else f"runs={sft},{dpo}",
-             f"out_dir={results}", *(f"judge.{key}" for key in judge_keys),
+            [py, "eval/evaluate.py", profile.eval, f"runs={final}" if evaluate == "final" else f"runs={sft},{aligned}",
+             f"out_dir={results}", *(f"judge.{key}" for key in judge_keys), *choice_words,
              *eval_arguments(steps, args)],
             f"evaluation: the steps of {profile.eval} over the base model and every checkpoint", args.dry_run,
         )
@@ -230,7 +272,9 @@ def _run(call: Call) -> int:
     print(f"  data:     {(ROOT / data).resolve()}")
     if profile.judge:
         print(f"  judge:    {(ROOT / judge_run).resolve()}  (validation: {(ROOT / out / 'judge').resolve()})")
-    print(f"  adapters: {(ROOT / sft).resolve()}  {(ROOT / dpo).resolve()}")
+    print(f"  adapters: {(ROOT / sft).resolve()}  {(ROOT / aligned).resolve()}")
+    if (out / STAGE_CHOICE).is_file():
+        print(f"  final:    {(ROOT / final).resolve()}  (stage choice on dev: {(ROOT / out / STAGE_CHOICE).resolve()})")
     print(f"  results:  {(ROOT / results).resolve()}")
     report = ROOT / results / "report" / REPORT_HTML
     if report.exists():

@@ -30,11 +30,16 @@ def test_keys_and_step_overrides_reach_the_commands() -> None:
     assert "templated.pairs_per_lang=2" in evaluation
 
 
-def test_the_gemma_demo_scores_its_final_checkpoint_unless_asked_for_every_stage() -> None:
-    final = commands(demo("out_dir=o", "steps=eval", "dry_run=true"))[0]
-    assert "recipes/eval-gemma270m.yaml runs=o/runs/dpo out_dir=o/eval" in final
-    every = commands(demo("out_dir=o", "steps=eval", "evaluate=every", "dry_run=true"))[0]
-    assert "runs=o/runs/sft,o/runs/dpo" in every
+def test_the_gemma_demo_aligns_on_policy_chooses_its_stage_on_dev_and_scores_every_stage() -> None:
+    align, select, every = commands(demo("out_dir=o", "steps=dpo,select,eval", "dpo.rounds=2", "dry_run=true"))
+    assert "train/onpolicy.py recipes/gemma270m-onpolicy.yaml policy=o/runs/sft" in align
+    assert "output_dir=o/runs/onpolicy" in align and "judge_keys.judge_adapter=o/runs/judge" in align
+    assert align.endswith("rounds=2")  # the alignment step's keys are the on-policy recipe's
+    assert "adapters=o/runs/sft,o/runs/onpolicy/round-1" in select and "split=dev" in select
+    assert "steps=grid,judge" in select and "include_base=false" in select  # test rows never choose the stage
+    assert "runs=o/runs/sft,o/runs/onpolicy/round-1 out_dir=o/eval" in every
+    final = commands(demo("out_dir=o", "steps=eval", "evaluate=final", "dry_run=true"))[0]
+    assert "runs=o/runs/onpolicy/round-1 out_dir=o/eval" in final
     assert "runs=o/runs/sft,o/runs/dpo" in commands(demo("model=tiny", "out_dir=o", "steps=eval", "dry_run=true"))[0]
 
 
@@ -46,7 +51,7 @@ def test_old_flags_are_synonyms() -> None:
 
 
 def test_the_printed_commands_use_the_one_key_value_convention() -> None:
-    for model, steps in (("gemma", 6), ("smollm", 4), ("tiny", 6)):  # smollm judges lexically: no judge to train
+    for model, steps in (("gemma", 7), ("smollm", 4), ("tiny", 6)):  # gemma: + the stage choice on dev  # smollm judges lexically: no judge to train
         printed = commands(demo(f"model={model}", "dry_run=true"))
         assert len(printed) == steps
         for command in printed:

@@ -64,6 +64,9 @@ class OnPolicyConfig(BackendSettings):
     data_dir: str | None = field(default=None, metadata={"help": "the data build (its training entries and prompts)"})
     output_dir: str | None = field(default=None, metadata={
         "help": "where each round's pairs (pairs-round-N/) and DPO run (round-N/) go"})
+    cache_dir: str | None = field(default=None, metadata={
+        "help": "the samples' and verdicts' caches (null: output_dir/cache); runs that differ only in their DPO "
+                "keys can share one and sample nothing twice"})
     rounds: int = field(default=1, metadata={"help": "sample → score → pair → DPO rounds, each from the last"})
     samples_per_prompt: int = field(default=4, metadata={"help": "outputs sampled per prompt (k >= 2)"})
     prompts_per_round: int | None = field(default=None, metadata={
@@ -109,7 +112,7 @@ class OnPolicyConfig(BackendSettings):
 
     def settings_key(self) -> str:
         """What a finished round depends on (everything but the round count and how progress shows)."""
-        values = {k: v for k, v in asdict(self).items() if k not in ("rounds", "progress", "pairs_only")}
+        values = {k: v for k, v in asdict(self).items() if k not in ("rounds", "progress", "pairs_only", "cache_dir")}
         return hash_json(values)
 
 
@@ -316,11 +319,12 @@ def run_round(config: OnPolicyConfig, prompts: list[Prompt], policy: str, round_
     pairs_dir, run_dir = out / f"pairs-round-{round_number}", out / f"round-{round_number}"
     chosen = chosen_prompts(prompts, config.prompts_per_round, config.seed + round_number)
     say(f"round {round_number}: {config.samples_per_prompt} samples for each of {len(chosen)} prompts from {policy}")
-    texts = sample_round(config, chosen, policy, round_number, out / "cache" / "generations.jsonl")
+    cache = Path(config.cache_dir) if config.cache_dir else out / "cache"
+    texts = sample_round(config, chosen, policy, round_number, cache / "generations.jsonl")
     flat_entries = [p.entry for p in chosen for _ in range(config.samples_per_prompt)]
     samples = read_samples(flat_entries, [t for group in texts for t in group])
     if config.rewards.get("judge"):
-        judge, backend = load_judge(config, out / "cache" / "judgments.jsonl")
+        judge, backend = load_judge(config, cache / "judgments.jsonl")
         try:
             samples = with_verdicts(samples, judge)
         finally:

@@ -25,6 +25,8 @@ class ReportConfig:
     title: str | None = field(default=None, metadata={"help": "report title (null: from the results folder)"})
     judge_validation: list[str] = field(default_factory=list, metadata={
         "help": "judge validation reports (eval/judge.py validate) printed beside the GNT numbers"})
+    stage_choice: str | None = field(default=None, metadata={
+        "help": "a stage choice (stage_choice.json: SFT against the aligned stage on dev) shown after the headline"})
     wandb: bool = field(default=False, metadata={
         "help": "log the metrics into the W&B run of every training run the results' checkpoints come from"})
     wandb_run: list[str] = field(default_factory=list, metadata={

@@ -688,6 +688,32 @@ def _runs_section(results: Results) -> list[Block]:
     return blocks
 
 
+def _stage_choice_section(path: str | None, data: dict) -> list[Block]:
+    """Where the training chain ends and why: the dev comparison of SFT and the aligned stage."""
+    if not path:
+        return []
+    from gnt.alignment.stage_choice import FIGURES, choice_sentence
+    from gnt.io import read_json
+
+    try:
+        choice = read_json(Path(path))
+    except (OSError, ValueError) as error:
+        return [Heading(2, "Final stage", "stage-choice"), Para(f"The stage choice {path} could not be read "
+                                                                f"({error}).", "warning")]
+    figures = choice.get("figures") or {}
+    def shown(key: str, side: str) -> str:  # accuracies in percent, chrF++ on its own scale; one decimal
+        value = (figures.get(side) or {}).get(key)
+        if not isinstance(value, int | float):
+            return "—"
+        return f"{value if key == 'chrf' else 100 * value:{'+' if side == 'delta' else ''}.1f}"
+
+    rows = [[title, *(shown(key, side) for side in ("sft", "aligned", "delta"))] for key, (title, _, _) in FIGURES.items()]
+    data["stage_choice"] = choice
+    return [Heading(2, "Final stage", "stage-choice"),
+            Para(choice_sentence(choice), "note" if choice.get("final") == "aligned" else "warning"),
+            Table(["dev figure", "SFT", "aligned", "aligned − SFT"], rows, name="stage_choice")]
+
+
 def compose(results: Results, out_dir: str | Path, config: ReportConfig) -> Document:
     """Build the whole report document, drawing figures into ``<out_dir>/figures``."""
     out = Path(out_dir)
@@ -702,6 +728,7 @@ def compose(results: Results, out_dir: str | Path, config: ReportConfig) -> Docu
     if config.bootstrap_samples:
         bootstrap = dataclasses.replace(bootstrap, bootstrap_samples=config.bootstrap_samples)
     blocks += _headline_section(results, bootstrap, data)
+    blocks += _stage_choice_section(config.stage_choice, data)
     blocks += _figure_section(results, figures)
     blocks += _templated_section(results, figures_dir, data)
     blocks += _attribution_section(results, figures_dir)

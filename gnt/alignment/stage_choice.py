@@ -1,0 +1,109 @@
+"""Which stage ends a training chain: the aligned stage only where it beats its SFT start on dev.
+
+An alignment stage earns its place by improving what GNT is about (Set-N translations judged neutral, with an
+inadequate translation counted as a failure) without paying for it with the gender decision (label balanced
+accuracy) or the translation (chrF++). The comparison reads two models of one results folder scored on the **dev**
+split (never test: the test rows are what the final stage is reported on), and the rule is written into the
+choice so a report can say why the chain ends where it does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+FIGURES: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
+    "gnt_n_adequate": ("GNT acc. Set-N, inadequate = wrong", "Set-N", ("gnt_accuracy_adequate", "Set-N")),
+    "label_bal": ("label balanced accuracy", None, ("label_balanced_accuracy",)),
+    "label_g": ("label accuracy Set-G", "Set-G", ("label_accuracy", "Set-G")),
+    "label_n": ("label accuracy Set-N", "Set-N", ("label_accuracy", "Set-N")),
+    "chrf": ("chrF++", None, ("adequacy", "chrf")),
+}
+"""The compared figures: key → (title, set, path in a model's overall metrics block). Accuracies are shares (0–1),
+chrF++ is on its 0–100 scale."""
+
+
+@dataclass(frozen=True)
+class StageRule:
+    """The aligned stage is kept when its dev Set-N GNT accuracy (inadequate = wrong) is higher than SFT's by more
+    than ``min_gain``, its label balanced accuracy is at most ``max_label_loss`` lower and its chrF++ at most
+    ``max_chrf_loss`` points lower."""
+
+    min_gain: float = 0.0
+    max_label_loss: float = 0.02
+    max_chrf_loss: float = 1.0
+
+    def failures(self, delta: dict[str, float | None]) -> list[str]:
+        """Why the aligned stage does not earn its place (empty: it does), from aligned-minus-SFT figures."""
+        why = []
+        gain, label, chrf = delta.get("gnt_n_adequate"), delta.get("label_bal"), delta.get("chrf")
+        if gain is None or gain <= self.min_gain:
+            why.append("Set-N GNT accuracy (inadequate = wrong) is not higher than SFT's"
+                       + ("" if gain is None else f" ({100 * gain:+.1f} points)"))
+        if label is None or label < -self.max_label_loss:
+            why.append("label balanced accuracy falls by more than "
+                       f"{100 * self.max_label_loss:g} points" + ("" if label is None else f" ({100 * label:+.1f})"))
+        if chrf is None or chrf < -self.max_chrf_loss:
+            why.append(f"chrF++ falls by more than {self.max_chrf_loss:g} points"
+                       + ("" if chrf is None else f" ({chrf:+.1f})"))
+        return why
+
+
+def _value(overall: dict[str, Any], path: tuple[str, ...]) -> float | None:
+    value: Any = overall
+    for step in path:
+        value = value.get(step) if isinstance(value, dict) else None
+    value = value.get("value") if isinstance(value, dict) else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def model_figures(results_dir: str | Path) -> dict[str, dict[str, float | None]]:
+    """Per model of a results folder, each compared figure over all its rows, read from its composed metrics
+    (None where it was not measured)."""
+    from gnt.results.folder import model_names
+    from gnt.results.model_folder import ModelFolder
+
+    found = {}
+    for name in model_names(results_dir):
+        metrics, _ = ModelFolder(Path(results_dir), name).metrics()
+        overall: dict[str, Any] = dict((metrics or {}).get("overall") or {})
+        found[name] = {key: _value(overall, path) for key, (_, _, path) in FIGURES.items()}
+    return found
+
+
+def delta(aligned: dict[str, float | None], sft: dict[str, float | None]) -> dict[str, float | None]:
+    return {key: None if aligned.get(key) is None or sft.get(key) is None else aligned[key] - sft[key]  # type: ignore[operator]
+            for key in FIGURES}
+
+
+def choose_stage(results_dir: str | Path, sft: str, aligned: str, rule: StageRule | None = None) -> dict[str, Any]:
+    """The stage choice of one chain: which of ``sft`` and ``aligned`` (model names in a dev results folder) ends
+    it, their dev figures, the rule and the reasons."""
+    rule = rule or StageRule()
+    found = model_figures(results_dir)
+    missing = [name for name in (sft, aligned) if name not in found]
+    if missing:
+        raise ValueError(f"{results_dir}: no results for {', '.join(missing)} (models there: {', '.join(found)})")
+    change = delta(found[aligned], found[sft])
+    why = rule.failures(change)
+    return {
+        "format": "gnt-align/stage-choice/1", "split": "dev", "results": str(results_dir),
+        "final": "aligned" if not why else "sft", "models": {"sft": sft, "aligned": aligned},
+        "figures": {"sft": found[sft], "aligned": found[aligned], "delta": change},
+        "rule": asdict(rule), "reasons": why,
+    }
+
+
+def choice_sentence(choice: dict[str, Any]) -> str:
+    """One sentence for a report: where the chain ends and why."""
+    models = choice.get("models") or {}
+    change = (choice.get("figures") or {}).get("delta") or {}
+    gain = change.get("gnt_n_adequate")
+    shown = "" if gain is None else f" (dev Set-N GNT accuracy, inadequate = wrong: {100 * gain:+.1f} points)"
+    if choice.get("final") == "aligned":
+        return (f"The chain ends at the aligned stage `{models.get('aligned')}`: on the dev split it beats its SFT "
+                f"start `{models.get('sft')}`{shown} without losing the label or the translation.")
+    reasons = "; ".join(choice.get("reasons") or []) or "no reason recorded"
+    return (f"The chain ends at SFT `{models.get('sft')}`: on the dev split the aligned stage "
+            f"`{models.get('aligned')}` did not earn its place ({reasons}).")
