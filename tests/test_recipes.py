@@ -19,8 +19,9 @@ TRAINING_RECIPES = {
     "qwen.yaml": "sft", "qwen-dpo.yaml": "dpo", "qwen-qlora.yaml": "sft", "llama.yaml": "sft",
     "gemma.yaml": "sft", "tiny.yaml": "sft", "tiny-dpo.yaml": "dpo", "smollm.yaml": "sft", "smollm-dpo.yaml": "dpo",
     "gemma270m.yaml": "sft", "gemma270m-dpo.yaml": "dpo", "tiny-grpo.yaml": "grpo",
+    "qwen-grpo.yaml": "grpo",
 }
-ONPOLICY_RECIPES = {"gemma270m-onpolicy.yaml"}
+ONPOLICY_RECIPES = {"gemma270m-onpolicy.yaml", "qwen-onpolicy.yaml"}
 """Recipes of train/onpolicy.py: rounds of sampling, judging and DPO, not one training stage."""
 ACCELERATE = PROJECT_ROOT / "accelerate"
 
@@ -301,3 +302,17 @@ def test_an_integer_for_a_float_field_stays_an_integer() -> None:
     # TrainingArguments reads warmup_steps 4 (steps) and 0.4 (a ratio) differently
     assert type(coerce_value("4", float)) is int and type(coerce_value(4, float | None)) is int
     assert coerce_value(16, str) == "16"  # run_name: 16
+
+
+@pytest.mark.parametrize("name", sorted(ONPOLICY_RECIPES))
+def test_every_onpolicy_recipe_resolves_with_its_dpo_recipe(name: str) -> None:
+    from gnt.alignment.onpolicy import OnPolicyConfig, dpo_recipe
+    from gnt.cli.onpolicy import COMMAND
+
+    call = COMMAND.call([str(RECIPES_DIR / name)])
+    assert call is not None
+    config = call.build(OnPolicyConfig).validate()
+    assert config.samples_per_prompt >= 2 and config.rewards.get("judge") and config.judge
+    assert (PROJECT_ROOT / config.judge).is_file() and (PROJECT_ROOT / (config.dpo_recipe or "")).is_file()
+    resolved = dpo_recipe(config, config.policy or "", Path("pairs"), Path("round-1"))
+    assert resolved.values["pair_kinds"] == ["onpolicy"]
