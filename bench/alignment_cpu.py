@@ -7,11 +7,14 @@ seed. This runs, on 2 CPU cores with Gemma 3 270M (the demo's model and data):
 1. the demo's data build and its learned judge (trained once, validated on the held-out references of every
    language: the instrument, never trained or tuned on the rows it scores);
 2. per seed, the demo's SFT (``recipes/gemma270m.yaml seed=S``);
-3. per alignment variant and seed, ``train/onpolicy.py`` from that SFT adapter, and both scored on the **dev**
-   rows (mGeNTE dev of it and es, and the templated dev rows: the dev split alone is small): Set-N GNT accuracy
-   judged by the learned judge with inadequate translations counted as failures, label balanced accuracy, chrF++;
-4. the variant with the best mean dev gain in Set-N GNT accuracy, among those that keep the label and chrF++
-   (mean dev loss at most 2 points of balanced accuracy and 1 point of chrF++), is the chosen one;
+3. per alignment variant and seed, ``train/onpolicy.py`` from that SFT adapter (the variants of a seed share its
+   samples and verdicts: they differ in their DPO keys), then SFT and every variant scored in one folder on the
+   **dev** rows (mGeNTE dev of it and es, and the templated dev rows: the dev split alone is small): Set-N GNT
+   accuracy judged by the learned judge with inadequate translations counted as failures, label balanced
+   accuracy, chrF++;
+4. the variant with the best mean dev gain in Set-N GNT accuracy among those whose mean dev deltas pass the
+   stage rule (gnt.alignment.stage_choice: the demo's own) is the chosen one; none passing, the best is still
+   confirmed on test and the record says alignment did not earn its place on dev;
 5. only the chosen variant, per seed, against its SFT start on the held-out **test** rows (it, es): paired
    bootstrap (rows resampled) of each difference, with the goals below.
 
