@@ -163,10 +163,19 @@ def _bench(call: Call) -> int:
     spread = {key: {"mean": statistics.mean(t["paired"][key]["delta"] for t in test.values()),
                     "sd": statistics.pstdev(t["paired"][key]["delta"] for t in test.values())}
               for key in TESTS if all(t["paired"][key] for t in test.values())}
+    final = "aligned" if chosen in earned else "sft"  # where the demo's chain ends, by the same rule
+
+    def over_seeds(stage: str) -> dict[str, dict[str, float]]:
+        values = {key: [t[stage][key] for t in test.values()] for key in TESTS}
+        return {key: {"mean": statistics.mean(v), "sd": statistics.pstdev(v), "min": min(v), "max": max(v)}
+                for key, v in values.items() if None not in v}
+
     record = {
-        "seeds": args.seeds, "variants": {v: list(VARIANTS[v]) for v in args.variants},
+        "seeds": args.seeds, "final_stage": final,
+        "test_mean_sd": {"sft": over_seeds("sft"), "aligned": over_seeds("aligned")}, "variants": {v: list(VARIANTS[v]) for v in args.variants},
         "recipes": {"judge": JUDGE, "sft": SFT, "onpolicy": ONPOLICY, "eval": EVAL, "build": list(BUILD)},
-        "judge_validation": {k: read_json(validation).get(k) for k in ("accuracy", "macro_f1", "n")},
+        "judge_validation": {k: v for k, v in read_json(validation).items() if k in ("labels", "binary", "n",
+                                                                                    "abstentions", "errors")},
         "dev": dev, "dev_mean_delta": {v: mean_delta(v) for v in args.variants}, "chosen": chosen,
         "alignment_earned_on_dev": chosen in earned, "choice_rule": {
             "rule": asdict(rule), "text": "best mean dev gain in Set-N GNT accuracy (inadequate = wrong) among the "
