@@ -174,8 +174,7 @@ def _bench(call: Call) -> int:
         "seeds": args.seeds, "final_stage": final,
         "test_mean_sd": {"sft": over_seeds("sft"), "aligned": over_seeds("aligned")}, "variants": {v: list(VARIANTS[v]) for v in args.variants},
         "recipes": {"judge": JUDGE, "sft": SFT, "onpolicy": ONPOLICY, "eval": EVAL, "build": list(BUILD)},
-        "judge_validation": {k: v for k, v in read_json(validation).items() if k in ("labels", "binary", "n",
-                                                                                    "abstentions", "errors")},
+        "judge_validation": read_json(validation),
         "dev": dev, "dev_mean_delta": {v: mean_delta(v) for v in args.variants}, "chosen": chosen,
         "alignment_earned_on_dev": chosen in earned, "choice_rule": {
             "rule": asdict(rule), "text": "best mean dev gain in Set-N GNT accuracy (inadequate = wrong) among the "

@@ -1,16 +1,18 @@
-"""What the demo's training does on a CPU: base → SFT → DPO on the decision and on neutral translation, with CIs.
+"""What the demo's training does on a CPU: prompted base → SFT → aligned stage, on the decision and on neutral
+translation, with CIs.
 
-Why: the framework's promise is that SFT → DPO on its data makes a translator *decide* (GENDERED where the source
-states a gender, NEUTRAL where it does not) and translate neutrally where the source is ambiguous, while it still
-translates. This runs the demo chain (the same commands as ``make demo``: ``scripts/demo.py``) and reads back what
+Why: the framework's promise is that SFT and alignment on its data make a translator *decide* (GENDERED where the
+source states a gender, NEUTRAL where it does not) and translate neutrally where the source is ambiguous, while it
+still translates. This runs the demo chain (the same commands as ``make demo``: ``scripts/demo.py``) and reads back what
 the evaluator, the judge and the report computed, into one record:
 
-- per model (base, each SFT and DPO checkpoint), over the held-out mGeNTE rows of en-it and en-es: label balanced
+- per model (the base prompted with 2 demonstrations, SFT, the aligned stage), over the held-out mGeNTE rows of en-it and en-es: label balanced
   accuracy and macro-F1 (headline: a constant label scores 50% / below 50%), label accuracy per set, the label
   shares and collapse flag, chrF++ and the adequate share, GNT accuracy on Set-N over all and over adequate outputs,
   extraction errors, preference accuracy; each with its 95% CI;
 - the report's paired tests against the base (difference, Holm-adjusted p-value, ▲ better / ▼ worse);
-- the goals of the demo (below), met or not, for the final checkpoint;
+- the goals of the demo (below), met or not, for the final checkpoint: the stage the demo's stage choice on dev
+  ended at (``stage_choice.json``), with that choice and the judge's validation;
 - per step: wall time and peak resident memory (the demo's ``demo_record.json``), the resolved training settings,
   machine, versions and commit.
 
@@ -39,8 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Per-step recipe overrides of each budget, on top of the demo's Gemma recipes (STEP.KEY=VALUE).
 BUDGETS = {
     "demo": (),
-    # ~45 minutes on 2 cores: 150 SFT steps (~19 min), 20 DPO steps of 16 pairs (~12 min), six models scored
-    "long": ("evaluate=every", "sft.max_steps=150", "sft.save_steps=50", "dpo.max_steps=20", "dpo.save_steps=10"),
+    # 150 SFT steps (~19 min), every SFT checkpoint scored
+    "long": ("evaluate=every", "sft.max_steps=150", "sft.save_steps=50"),
 }
 #: Headline keys of the report's tables (gnt/report/tables.py) recorded with their paired tests.
 TESTED = ("label_bal", "label_g", "label_n", "chrf", "adequate", "gnt_n", "gnt_n_adequate", "errors", "pref")
@@ -115,10 +117,10 @@ def demo_goals(base: dict, final: dict, test: dict, demo: dict | None) -> dict[s
 
     balanced = final.get("label_balanced_accuracy") or {}
     goals: dict[str, bool | None] = {
-        "label balanced accuracy >= 70% with its CI above 50%": (
-            balanced.get("value") is not None and balanced["value"] >= 0.70 and balanced["ci"][0] > 0.50),
-        "Set-G and Set-N label accuracy each >= 50%": all(
-            (value(final, k) or 0) >= 0.5 for k in ("label_accuracy_set_g", "label_accuracy_set_n")),
+        "label balanced accuracy >= 75% with its CI above 50%": (
+            balanced.get("value") is not None and balanced["value"] >= 0.75 and balanced["ci"][0] > 0.50),
+        "Set-G and Set-N label accuracy each >= 60%": all(
+            (value(final, k) or 0) >= 0.6 for k in ("label_accuracy_set_g", "label_accuracy_set_n")),
         "extraction errors <= 20%": (value(final, "extraction_error_rate") or 0) <= 0.20,
         "chrF++ no lower than the base's minus 2": (value(final, "chrf") or 0) >= (value(base, "chrf") or 0) - 2,
         "GNT accuracy on Set-N over adequate outputs above the base, significant":
@@ -156,18 +158,24 @@ def _run(call: Call) -> int:
     tests = paired_tests(read_json(results / "report" / "report_data.json"))
     demo_record = out / "demo_record.json"
     demo = read_json(demo_record) if demo_record.is_file() else None
-    final = names[-1]
+    choice_path = out / "stage_choice.json"
+    choice = read_json(choice_path) if choice_path.is_file() else None
+    final = names[-1]  # the last stage evaluated, unless the stage choice on dev ended the chain at SFT
+    if choice and choice.get("final") == "sft":
+        final = [name for name in names if name.startswith("sft/")][-1]
     goals = demo_goals(models[names[0]], models[final], tests.get(final, {}), demo if args.budget == "demo" else None)
     training = {}
-    for stage in ("sft", "dpo"):
-        record = out / "runs" / stage / "gnt_run.json"
+    for stage, folder in (("judge", "judge"), ("sft", "sft"), ("dpo", "dpo"), ("onpolicy", "onpolicy/round-1")):
+        record = out / "runs" / folder / "gnt_run.json"
         if record.is_file():
             run = read_json(record)
             training[stage] = {"recipe": run.get("recipe"), "lean_forward": run.get("lean_forward"),
                                "data_counts": run.get("data_counts"), "global_step": run.get("global_step")}
     figures = {
         "budget": args.budget, "overrides": list(BUDGETS[args.budget]), "reused": str(out) if args.reuse else None,
-        "models": models, "final": final, "paired_tests_vs_base": tests, "goals_met": goals,
+        "models": models, "final": final, "stage_choice": choice, "paired_tests_vs_base": tests, "goals_met": goals,
+        "judge_validation": read_json(out / "judge" / "validation.json") if (out / "judge" / "validation.json").is_file()
+        else None,
         "demo_steps": demo, "training": training,
         "eval_rows": {k: v for k, v in read_json(results / "base" / "record.json")["rows"].items() if k != "files"},
     }
@@ -186,6 +194,6 @@ def _run(call: Call) -> int:
 
 
 COMMAND = bench_command(
-    __name__, __file__, "benchmark: what the demo's base → SFT → DPO training does on a CPU, with CIs",
+    __name__, __file__, "benchmark: what the demo's base → SFT → aligned training does on a CPU, with CIs",
     QualityCpuOptions, _run, __doc__
 )
