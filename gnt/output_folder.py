@@ -50,6 +50,7 @@ KINDS = {
     "grpo": "a GRPO run (train/grpo.py)",
     "onpolicy": "an on-policy alignment folder (train/onpolicy.py)",
     "data": "a data build (data/build.py)",
+    "merged": "a merged model (merge_adapter: true of a training run)",
     "results": "an evaluation results folder (eval/evaluate.py)",
     "report": "a report (eval/report.py)",
 }
@@ -156,13 +157,17 @@ def check_output_folder(path: str | Path, kind: str, key: str = "out_dir", *, re
     return resolved
 
 
+def mark(folder: Path, kind: str) -> None:
+    """Write ``kind``'s marker into ``folder`` (a folder a writer fills before swapping it in whole)."""
+    from gnt.io import write_json
+
+    write_json(folder / MARKER, {"format": MARKER_FORMAT, "kind": kind})
+
+
 def claim_output_folder(path: str | Path, kind: str, key: str = "out_dir") -> Path:
     """:func:`check_output_folder`, then create the folder and mark it as ``kind``'s; returns the folder."""
     folder = check_output_folder(path, kind, key)
     folder.mkdir(parents=True, exist_ok=True)
-    marker = folder / MARKER
-    if not marker.is_file():
-        from gnt.io import write_json
-
-        write_json(marker, {"format": MARKER_FORMAT, "kind": kind})
+    if not (folder / MARKER).is_file():
+        mark(folder, kind)
     return folder

@@ -66,6 +66,34 @@ def test_sft_into_the_repository_root_is_refused_and_its_readme_kept(
     assert _snapshot(repo) == before  # no model card over README.md, no lock file, no adapter
 
 
+def test_a_merged_model_is_never_swapped_in_over_a_users_folder(
+        tmp_path: Path, monkeypatch, capsys, tiny_model_dir: Path, training_data_dir: Path) -> None:
+    """The merged model replaces its folder whole: merged_dir=. would take the repository with it."""
+    repo = _source_tree(tmp_path)
+    before = _snapshot(repo)
+    monkeypatch.chdir(repo)
+    argv = [*_sft_args(tiny_model_dir, training_data_dir, tmp_path / "run"), "merge_adapter=true", "merged_dir=."]
+    assert _sft(argv) == 2
+    assert "merged_dir=. is the folder you are in" in one_error_line(capsys.readouterr().err)
+    argv[-1] = f"merged_dir={repo / 'docs'}"
+    assert _sft(argv) == 2
+    assert "already holds files this project did not write (guide.md)" in one_error_line(capsys.readouterr().err)
+    assert _snapshot(repo) == before and not (tmp_path / "run").exists()
+
+
+def test_merging_checks_its_folder_again_and_marks_what_it_wrote(tmp_path: Path) -> None:
+    from gnt.output_folder import OutputFolderError, folder_kind
+    from gnt.training.merge import merge_adapter
+
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "notes.txt").write_text("keep me", encoding="utf-8")
+    with pytest.raises(OutputFolderError, match="already holds files"):
+        merge_adapter("unused-base", tmp_path / "adapter", user)  # refused before any model loads
+    assert (user / "notes.txt").read_text(encoding="utf-8") == "keep me"
+    assert folder_kind(tmp_path) is None
+
+
 def test_sft_through_a_link_into_a_source_tree_is_refused(
         tmp_path: Path, capsys, tiny_model_dir: Path, training_data_dir: Path) -> None:
     repo = _source_tree(tmp_path)

@@ -333,6 +333,9 @@ def test_qlora_4bit_on_cpu_then_merge_into_the_unquantized_base(tmp_path: Path, 
         end_run(run)
     record = json.loads((out / "gnt_run.json").read_text())
     assert record["status"] == "complete" and record["merged_dir"] == str(out / "merged")
+    from gnt.output_folder import folder_kind
+
+    assert folder_kind(out / "merged") == "merged"  # marked: a rerun may replace it, nothing else may
     queued = tmp_path / "queue" / "qlora"  # gnt.report's evaluation queue got the checkpoint with its record
     assert json.loads((queued / "checkpoint-2" / "gnt_run.json").read_text())["global_step"] == 2
     assert (queued / "checkpoint-2" / "adapter_model.safetensors").is_file() and (queued / "TRAINING_DONE.json").is_file()

@@ -321,6 +321,8 @@ def build_setup(stage: str, recipe: ResolvedRecipe, *, dry_run: bool = False) ->
     _check_ranges(values, where)
     _check_report_to(values.get("report_to"), where)
     check_output_folder(str(values["output_dir"]), stage, "output_dir")  # a user's folder, the other stage's run
+    if values.get("merge_adapter") and values.get("merged_dir"):  # swapped in whole: never a user's folder, nor `.`
+        check_output_folder(str(values["merged_dir"]), "merged", "merged_dir", replaced_whole=True)
     values.setdefault("run_name", _default_run_name(stage, recipe))
     resume = values.pop("resume_from_checkpoint", None)
 

@@ -13,7 +13,12 @@ from gnt.io import atomic_directory
 
 def merge_adapter(base_model: str, adapter_dir: str | Path, out_dir: str | Path, *, dtype: str = "bfloat16",
                   trust_remote_code: bool = False) -> Path:
-    """Save ``base_model`` + the adapter in ``adapter_dir`` merged, with the adapter's tokenizer, into ``out_dir``."""
+    """Save ``base_model`` + the adapter in ``adapter_dir`` merged, with the adapter's tokenizer, into ``out_dir``,
+    swapped in whole: so ``out_dir`` must be new or a merged model this project wrote (checked again here, as the
+    recipe check was hours ago)."""
+    from gnt.output_folder import check_output_folder, mark
+
+    check_output_folder(out_dir, "merged", "merged_dir", replaced_whole=True)
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -26,4 +31,5 @@ def merge_adapter(base_model: str, adapter_dir: str | Path, out_dir: str | Path,
     with atomic_directory(out_dir) as tmp:
         merged.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        mark(tmp, "merged")
     return Path(out_dir)
