@@ -83,7 +83,7 @@ def evaluate(out: Path, adapters: list[Path], judge: Path, results: Path, split:
     """The grid and the learned judge over the final adapters of training runs (no base), on ``split``."""
     _run(_py("eval/evaluate.py", EVAL, f"adapters={','.join(map(str, adapters))}", f"out_dir={results}", f"split={split}",
              "include_base=false", "preference=false", "steps=grid,judge", f"judge.judge_adapter={judge}",
-             f"mgente={out / 'data'}", *(["templated_rows=true"] if split == "dev" else []), "progress=false"))
+             *(["templated_rows=true"] if split == "dev" else []), "progress=false"))
 
 
 def paired(results: Path, sft: str, aligned: str) -> dict[str, dict[str, Any]]:

@@ -147,6 +147,13 @@ def test_a_round_pairs_and_trains_and_a_rerun_does_nothing_again(tmp_path: Path,
     record = read_json(final / "gnt_run.json")
     assert record["stage"] == "dpo" and record["sft_adapter"].endswith("checkpoint-2")
     assert record["status"] == "complete"
+    # the round's model is scored on the held-out rows of the build its pairs were drawn from, like its SFT start
+    from gnt.evaluation.discovery import run_checkpoints
+    from gnt.evaluation.rows import _resolve_data_dir, drawn_from
+
+    assert drawn_from(out / "pairs-round-1") == eval_data_dir.resolve()
+    aligned, sft = run_checkpoints(final)[-1], run_checkpoints(eval_tiny_run)[-1]
+    assert _resolve_data_dir(aligned) == _resolve_data_dir(sft) == eval_data_dir.resolve()
 
     def no_sampling(*_args):
         raise AssertionError("a finished round must not sample again")

@@ -338,6 +338,7 @@ def run_round(config: OnPolicyConfig, prompts: list[Prompt], policy: str, round_
     sample_rows = [{"id": s.sample.entry.id, "lang": s.sample.entry.lang, "set": s.sample.entry.set,
                     "text": s.sample.text, **s.to_record()} for s in scored]
     info = {"round": round_number, "policy": str(Path(policy).resolve()), "counts": asdict(counts),
+            "build": str(Path(config.data_dir or "").resolve()),  # whose held-out rows score the round's model
             "settings": settings_record(config)}
     if not rows:
         raise RecipeError(f"round {round_number}: no pair ({counts.ties} ties, {counts.all_bad} groups without a "

@@ -27,12 +27,28 @@ def split_rows(split: str, origin: str = "mgente") -> Path:
     return Path("eval") / f"{origin}_{split}.jsonl"
 
 
+def drawn_from(folder: Path) -> Path | None:
+    """The data build a derived data folder was drawn from: an on-policy round's pairs folder holds the model's own
+    samples, not held-out rows, and its manifest names the build whose held-out rows the model is scored on."""
+    from gnt.io import read_json_or_none
+
+    manifest = read_json_or_none(folder / "manifest.json")
+    onpolicy = manifest.get("onpolicy") if isinstance(manifest, dict) else None
+    if not isinstance(onpolicy, dict):
+        return None
+    build = onpolicy.get("build") or (onpolicy.get("settings") or {}).get("data_dir")
+    return Path(build) if isinstance(build, str) and Path(build).is_absolute() else None
+
+
 def _resolve_data_dir(model: ModelUnderTest) -> Path:
     raw = Path(model.data_dir)  # type: ignore[arg-type]
     candidates = [raw] if raw.is_absolute() else [raw, Path(model.run_dir or ".") / raw, Path(model.run_dir or ".").parent / raw]
     for candidate in candidates:
         if (candidate / TEST_ROWS).is_file():
             return candidate.resolve()
+        source = drawn_from(candidate)
+        if source is not None and (source / TEST_ROWS).is_file():
+            return source.resolve()
     raise RecipeError(f"{model.name}: its data build {raw} has no {TEST_ROWS} (looked in {', '.join(map(str, candidates))})")
 
 
