@@ -153,6 +153,20 @@ def test_extraction_edge_cases_are_counted_never_raised(raw, error, label, trans
     assert m["label_accuracy"]["all"]["value"] == (1.0 if error is None else 0.0)
 
 
+def test_a_record_carries_the_chrf_of_its_own_translation() -> None:
+    """chrF++ against the row's best reference, 0 for an extraction error: what adequacy and GNT counts read."""
+    entry = Entry("IT-1", "it", "Set-N", "The citizens are tired.", "I cittadini sono stanchi.",
+                  ("La cittadinanza è stanca.",))
+    cell = Cell("it", "None", 0)
+    prompt = PromptGrid(["it"]).render(entry.source, cell)
+    exact = generation_record(entry, cell, prompt, "k", Generation("<it> **NEUTRAL** [La cittadinanza è stanca.]"), "b")
+    close = generation_record(entry, cell, prompt, "k", Generation("<it> **NEUTRAL** [La cittadinanza è stufa.]"), "b")
+    broken = generation_record(entry, cell, prompt, "k", Generation("<it> **NEUTRAL** [La cittadinanza"), "b")
+    assert exact["chrf"] == pytest.approx(100.0) and 30.0 < close["chrf"] < 100.0 and broken["chrf"] == 0.0
+    adequacy = compute_metrics([exact, close, broken], bootstrap=BootstrapSettings(20))["overall"]["adequacy"]
+    assert adequacy["adequate"]["value"] == pytest.approx(2 / 3)
+
+
 def test_backend_failure_is_a_counted_error() -> None:
     entry = Entry("IT-1", "it", "Set-G", "He is tired.", "È stanco.", ("È una persona stanca.",), gender="M")
     cell = Cell("it", "None", 0)

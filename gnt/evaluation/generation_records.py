@@ -12,7 +12,7 @@ returned no output (its message is in ``generation_error``).
 from __future__ import annotations
 
 from gnt.data.entry import Entry
-from gnt.evaluation.adequacy import record_chrf
+from gnt.evaluation.adequacy import chrf_pp, references_of
 from gnt.generation.base import Generation
 from gnt.output_format import extract
 from gnt.prompts.grid import Cell, GridPrompt
@@ -57,7 +57,8 @@ def generation_record(
         "label_correct": error is None and label == entry.label,
         "ref_g": entry.ref_g,
         "ref_n": list(entry.ref_n),
-        "chrf": 0.0,
+        "chrf": 0.0,  # an extraction error translates nothing
     }
-    record["chrf"] = round(record_chrf(record), 4)  # from the record's own translation and references
+    if error is None:  # from the record's own translation and references (record_chrf would read the 0.0 back)
+        record["chrf"] = round(chrf_pp(translation, references_of(record)), 4)
     return record
