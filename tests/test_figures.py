@@ -30,7 +30,6 @@ KNOWN_DIRTY = {
     "quality_cpu_fbcc1c6.json": "the SFT rows of README's results and docs/cpu-demo.md, its 4-pair DPO row: "
                                 "re-measure or drop",
     "dpo_dev.json": "DPO variants on dev (docs/cpu-demo.md): re-measure or drop",
-    "sweep_scaling.json": "sweep scaling and the cached rerun (docs/benchmarks.md): re-measure",
 }
 """Records that README.md or docs/ cite although they were written from a modified tree, each with what is to be
 done. The list must shrink to nothing: a record re-measured from a clean tree is taken off (the test below fails
