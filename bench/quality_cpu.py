@@ -170,7 +170,10 @@ def _run(call: Call) -> int:
         if record.is_file():
             run = read_json(record)
             training[stage] = {"recipe": run.get("recipe"), "lean_forward": run.get("lean_forward"),
-                               "data_counts": run.get("data_counts"), "global_step": run.get("global_step")}
+                               "data_counts": run.get("data_counts"), "global_step": run.get("global_step"),
+                               "train_runtime_s": (run.get("train_metrics") or {}).get("train_runtime")}
+    if (out / "runs" / "onpolicy" / "onpolicy.json").is_file():  # the round's samples, pairs and mean rewards
+        training["onpolicy_rounds"] = read_json(out / "runs" / "onpolicy" / "onpolicy.json").get("rounds")
     figures = {
         "budget": args.budget, "overrides": list(BUDGETS[args.budget]), "reused": str(out) if args.reuse else None,
         "models": models, "final": final, "stage_choice": choice, "paired_tests_vs_base": tests, "goals_met": goals,
