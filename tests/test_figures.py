@@ -26,14 +26,9 @@ def _load_checker():
 
 figures = _load_checker()
 
-KNOWN_DIRTY = {
-    "quality_cpu_fbcc1c6.json": "the SFT rows of README's results and docs/cpu-demo.md, its 4-pair DPO row: "
-                                "re-measure or drop",
-    "dpo_dev.json": "DPO variants on dev (docs/cpu-demo.md): re-measure or drop",
-}
+KNOWN_DIRTY: dict[str, str] = {}
 """Records that README.md or docs/ cite although they were written from a modified tree, each with what is to be
-done. The list must shrink to nothing: a record re-measured from a clean tree is taken off (the test below fails
-while it is still listed), and a newly cited dirty record fails the check."""
+done. Empty: every cited record was written from a clean tree, and a newly cited dirty record fails the check."""
 
 
 def _problems(kinds: set[str]) -> list:
