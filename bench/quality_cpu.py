@@ -48,6 +48,8 @@ BUDGETS = {
 TESTED = ("label_bal", "label_g", "label_n", "chrf", "adequate", "gnt_n", "gnt_n_adequate", "errors", "pref")
 DEMO_SECONDS = 20 * 60
 DEMO_PEAK_MB = 6 * 1024
+WHOLE_DEMO = {"data", "sft", "dpo", "evaluation"}
+"""The steps a demo record must hold for its time and memory to be the demo's (the Gemma chain adds the judge's)."""
 
 
 def _stat(block: Any) -> dict | None:
@@ -126,9 +128,10 @@ def demo_goals(base: dict, final: dict, test: dict, demo: dict | None) -> dict[s
         "GNT accuracy on Set-N over adequate outputs above the base, significant":
             (test.get("gnt_n_adequate") or {}).get("marker") == "▲",
     }
-    if demo is not None:
-        goals["demo <= 20 minutes after install"] = demo["seconds_total"] <= DEMO_SECONDS
-        goals["peak resident memory <= 6 GB in every step"] = demo["peak_rss_mb"] <= DEMO_PEAK_MB
+    if demo is not None:  # a demo record of some steps only (a resumed or partial run) times nothing whole
+        whole = set(demo.get("steps") or {}) >= WHOLE_DEMO
+        goals["demo <= 20 minutes after install"] = demo["seconds_total"] <= DEMO_SECONDS if whole else None
+        goals["peak resident memory <= 6 GB in every step"] = demo["peak_rss_mb"] <= DEMO_PEAK_MB if whole else None
     return goals
 
 
