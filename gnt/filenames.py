@@ -12,6 +12,9 @@ from pathlib import Path
 # --- data build (the folder written by data/build.py) ---
 MANIFEST = "manifest.json"
 """The build's record: inputs and their hashes, split counts, the source ids held out of training."""
+DRAWN_FROM = "drawn_from"
+"""Manifest key of a data folder derived from a build (an on-policy round's pairs): that build's folder, whose
+held-out rows a model trained on the derived folder is scored on."""
 TEMPLATED_SUITE = Path("eval") / "templated_suite.jsonl"
 """The held-out templated determined/ambiguous pairs, inside a build folder."""
 

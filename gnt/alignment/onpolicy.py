@@ -34,11 +34,12 @@ from tqdm.auto import tqdm
 from gnt.alignment.rewards import RewardSpec, Scored, check_rewards, read_samples, with_verdicts
 from gnt.data.entry import Entry
 from gnt.data.training_rows import ONPOLICY
-from gnt.filenames import MANIFEST
+from gnt.filenames import DRAWN_FROM, MANIFEST
 from gnt.io import atomic_directory, hash_json, read_json, read_jsonl, write_json
 from gnt.output_folder import check_output_folder, claim_output_folder
 from gnt.recipe import RecipeError
 from gnt.settings import BackendSettings
+from gnt.training.config import REWARD_WEIGHTS
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ class OnPolicyConfig(BackendSettings):
     temperature: float = field(default=0.8, metadata={"help": "sampling temperature"})
     top_p: float = field(default=0.95, metadata={"help": "nucleus sampling"})
     max_new_tokens: int = field(default=128, metadata={"help": "token cap per sample"})
-    rewards: dict = field(default_factory=lambda: {"label": 1.0, "judge": 1.0, "adequacy": 1.0}, metadata={
+    rewards: dict = field(default_factory=lambda: dict(REWARD_WEIGHTS), metadata={
         "help": "reward name → weight of the sample score (label, judge, adequacy: docs/alignment.md)"})
     judge: str | None = field(default=None, metadata={
         "help": "the judge recipe of the judge reward (a judge adapter's training recipe, e.g. "
@@ -306,6 +307,7 @@ def write_pairs(out: Path, data_dir: Path, rows: list[dict], samples: list[dict]
 
     manifest = read_json(data_dir / MANIFEST)
     manifest[KIND] = info
+    manifest[DRAWN_FROM] = str(data_dir.resolve())  # its held-out rows score the round's model
     with atomic_directory(out) as tmp:
         write_jsonl(tmp / "dpo" / "train.jsonl", rows)
         write_jsonl(tmp / "samples.jsonl", samples)
@@ -338,7 +340,6 @@ def run_round(config: OnPolicyConfig, prompts: list[Prompt], policy: str, round_
     sample_rows = [{"id": s.sample.entry.id, "lang": s.sample.entry.lang, "set": s.sample.entry.set,
                     "text": s.sample.text, **s.to_record()} for s in scored]
     info = {"round": round_number, "policy": str(Path(policy).resolve()), "counts": asdict(counts),
-            "build": str(Path(config.data_dir or "").resolve()),  # whose held-out rows score the round's model
             "settings": settings_record(config)}
     if not rows:
         raise RecipeError(f"round {round_number}: no pair ({counts.ties} ties, {counts.all_bad} groups without a "

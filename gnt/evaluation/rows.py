@@ -14,7 +14,8 @@ from pathlib import Path
 from gnt.data.entry import Entry
 from gnt.evaluation.config import EvalConfig
 from gnt.evaluation.discovery import ModelUnderTest
-from gnt.io import read_jsonl, sha256_file
+from gnt.filenames import DRAWN_FROM, MANIFEST
+from gnt.io import read_json_or_none, read_jsonl, sha256_file
 from gnt.paths import JUDGE_DIR
 from gnt.prompts.grid import PromptGrid
 from gnt.recipe import RecipeError
@@ -28,16 +29,11 @@ def split_rows(split: str, origin: str = "mgente") -> Path:
 
 
 def drawn_from(folder: Path) -> Path | None:
-    """The data build a derived data folder was drawn from: an on-policy round's pairs folder holds the model's own
-    samples, not held-out rows, and its manifest names the build whose held-out rows the model is scored on."""
-    from gnt.io import read_json_or_none
-
-    manifest = read_json_or_none(folder / "manifest.json")
-    onpolicy = manifest.get("onpolicy") if isinstance(manifest, dict) else None
-    if not isinstance(onpolicy, dict):
-        return None
-    build = onpolicy.get("build") or (onpolicy.get("settings") or {}).get("data_dir")
-    return Path(build) if isinstance(build, str) and Path(build).is_absolute() else None
+    """The build a derived data folder names as its source (``drawn_from`` in its manifest): an on-policy round's
+    pairs folder holds the model's own samples, not held-out rows."""
+    manifest = read_json_or_none(folder / MANIFEST)
+    build = manifest.get(DRAWN_FROM) if isinstance(manifest, dict) else None
+    return Path(build) if isinstance(build, str) else None
 
 
 def _resolve_data_dir(model: ModelUnderTest) -> Path:

@@ -109,14 +109,24 @@ class SFTProjectArgs(ProjectArgs):
 
 
 @dataclass
-class DPOProjectArgs(ProjectArgs):
-    """Project keys of the DPO stage: DPO continues training an SFT adapter."""
+class AlignmentProjectArgs(ProjectArgs):
+    """Project keys every stage after SFT shares: the SFT adapter it continues."""
 
     sft_adapter: str | None = field(
         default=None,
-        metadata={"help": "SFT adapter to start from and to use as the frozen reference: an SFT run's output "
+        metadata={"help": "SFT adapter to start from (DPO: also its frozen reference): an SFT run's output "
                   "directory or one of its checkpoint-N folders (required)."},
     )
+
+
+REWARD_WEIGHTS = {"label": 1.0, "judge": 1.0, "adequacy": 1.0}
+"""The GNT rewards and their weights when a recipe names none (GRPO and on-policy DPO alike)."""
+
+
+@dataclass
+class DPOProjectArgs(AlignmentProjectArgs):
+    """Project keys of the DPO stage: DPO continues training an SFT adapter."""
+
     decision_token_only: bool = field(
         default=False,
         metadata={"help": "Score each preference pair at the first completion token where its chosen and rejected "
@@ -132,16 +142,11 @@ class DPOProjectArgs(ProjectArgs):
 
 
 @dataclass
-class GRPOProjectArgs(ProjectArgs):
+class GRPOProjectArgs(AlignmentProjectArgs):
     """Project keys of the GRPO stage: online alignment of an SFT adapter with the GNT rewards (docs/alignment.md)."""
 
-    sft_adapter: str | None = field(
-        default=None,
-        metadata={"help": "SFT adapter to start from: an SFT run's output directory or one of its checkpoint-N "
-                  "folders (required)."},
-    )
     rewards: dict = field(
-        default_factory=lambda: {"label": 1.0, "judge": 1.0, "adequacy": 1.0},
+        default_factory=lambda: dict(REWARD_WEIGHTS),
         metadata={"help": "reward name -> weight (label, judge, adequacy: docs/alignment.md); TRL's reward_weights "
                   "are set from it"},
     )
