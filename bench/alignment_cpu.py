@@ -38,6 +38,7 @@ from record import bench_command, conclude
 
 from gnt.alignment.stage_choice import StageRule, delta, model_figures
 from gnt.cli.command import Call
+from gnt.evaluation.discovery import adapter_name
 from gnt.io import read_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,7 +80,7 @@ class AlignmentCpuOptions:
     out_dir: str | None = field(default=None, metadata={"help": "work folder (default outputs/bench-alignment)"})
 
 
-def evaluate(out: Path, adapters: list[Path], judge: Path, results: Path, split: str) -> None:
+def evaluate(adapters: list[Path], judge: Path, results: Path, split: str) -> None:
     """The grid and the learned judge over the final adapters of training runs (no base), on ``split``."""
     _run(_py("eval/evaluate.py", EVAL, f"adapters={','.join(map(str, adapters))}", f"out_dir={results}", f"split={split}",
              "include_base=false", "preference=false", "steps=grid,judge", f"judge.judge_adapter={judge}",
@@ -98,12 +99,6 @@ def paired(results: Path, sft: str, aligned: str) -> dict[str, dict[str, Any]]:
         out[key] = None if result is None else {"delta": result.delta, "ci": [result.lo, result.hi],
                                                 "p": result.p_value, "n": result.n_pairs}
     return out
-
-
-def model_name(adapter: Path) -> str:
-    """The results folder's name of an adapter given explicitly: its parent's name and its own."""
-    resolved = adapter.resolve()
-    return f"{resolved.parent.name}/{resolved.name}"
 
 
 def _bench(call: Call) -> int:
@@ -126,11 +121,11 @@ def _bench(call: Call) -> int:
                      f"cache_dir={out / 'cache' / f'sft-{seed}'}", f"seed={seed}",
                      f"judge_keys.judge_adapter={judge}", "progress=false", *VARIANTS[variant]))
         results = out / "dev" / f"seed-{seed}"  # SFT and every variant in one folder: SFT is generated once
-        evaluate(out, [sft, *(folder / "round-1" for folder in aligned.values())], judge, results, "dev")
+        evaluate([sft, *(folder / "round-1" for folder in aligned.values())], judge, results, "dev")
         found = model_figures(results)
-        sft_name = model_name(sft)
+        sft_name = adapter_name(sft)
         for variant, folder in aligned.items():
-            name = model_name(folder / "round-1")
+            name = adapter_name(folder / "round-1")
             dev.setdefault(variant, {})[str(seed)] = {
                 "sft": found[sft_name], "aligned": found[name],
                 "delta": delta(found[name], found[sft_name]),
@@ -148,8 +143,8 @@ def _bench(call: Call) -> int:
     for seed in args.seeds:
         sft, aligned = out / "runs" / f"sft-{seed}", out / "runs" / f"{chosen}-{seed}" / "round-1"
         results = out / "test" / f"{chosen}-{seed}"
-        evaluate(out, [sft, aligned], judge, results, "test")
-        sft_name, aligned_name = model_name(sft), model_name(aligned)
+        evaluate([sft, aligned], judge, results, "test")
+        sft_name, aligned_name = adapter_name(sft), adapter_name(aligned)
         found = model_figures(results)
         test[str(seed)] = {"sft": found[sft_name], "aligned": found[aligned_name],
                            "paired": paired(results, sft_name, aligned_name)}

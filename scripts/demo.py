@@ -134,12 +134,6 @@ def eval_arguments(steps: list[str], options: DemoOptions) -> list[str]:
     return words
 
 
-def adapter_name(folder: Path) -> str:
-    """The results folder's name of an adapter the evaluation is given explicitly: its parent's name and its own."""
-    resolved = (ROOT / folder).resolve()
-    return f"{resolved.parent.name}/{resolved.name}"
-
-
 def _assignments(overrides: dict) -> list[str]:
     return [f"{key}={value}" for key, value in overrides.items()]
 
@@ -240,8 +234,9 @@ def _run(call: Call) -> int:
         )
         if not args.dry_run:
             from gnt.alignment.stage_choice import choice_sentence, choose_stage
+            from gnt.evaluation.discovery import adapter_name
 
-            choice = choose_stage(out / "dev", adapter_name(sft), adapter_name(aligned))
+            choice = choose_stage(out / "dev", adapter_name(ROOT / sft), adapter_name(ROOT / aligned))
             write_json(out / STAGE_CHOICE, choice)
             print(choice_sentence(choice), flush=True)
             final = aligned if choice["final"] == "aligned" else sft

@@ -134,12 +134,18 @@ def run_checkpoints(run_dir: str | Path) -> list[ModelUnderTest]:
     return models
 
 
+def adapter_name(path: str | Path) -> str:
+    """The name (and results subfolder) of an adapter given explicitly (``adapters=``): its parent's name and its
+    own, so that two runs' ``round-1`` folders stay apart."""
+    resolved = Path(path).resolve()
+    return f"{safe_component(resolved.parent.name)}/{safe_component(resolved.name)}"
+
+
 def explicit_adapter(path: str | Path) -> ModelUnderTest:
     path = Path(path)
     if not is_adapter_dir(path):
         raise RecipeError(f"{path}: not a PEFT adapter folder (needs adapter_config.json and adapter weights)")
-    resolved = path.resolve()
-    return _adapter_model(path, f"{safe_component(resolved.parent.name)}/{safe_component(resolved.name)}", "adapter", None)
+    return _adapter_model(path, adapter_name(path), "adapter", None)
 
 
 def discover_models(
