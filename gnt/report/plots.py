@@ -153,17 +153,22 @@ def plot_label_vs_gnt(results: Results, path: str | Path) -> Path | None:
                              layout="constrained")
     groups = [model_label(m) for m in results.models]
     blue, orange = "#1f77b4", "#ff7f0e"
+    # GNT bars count an inadequate translation as a failure: a model that does not translate (a base model writing
+    # back its demonstrations) would otherwise score its copied text as neutral or gendered
+    strict = {set_: Column(f"gnt_{set_[-1].lower()}_strict", f"GNT acc. {set_}, inadequate = wrong",
+                           ("gnt_accuracy_adequate",), (set_,)) for set_ in ("Set-G", "Set-N")}
     series_spec = [
-        ("Label acc. Set-G", "label_g", {"color": blue}),
-        ("GNT acc. Set-G", "gnt_g", {"color": "#aec7e8", "hatch": "//", "edgecolor": blue}),
-        ("Label acc. Set-N", "label_n", {"color": orange}),
-        ("GNT acc. Set-N", "gnt_n", {"color": "#ffbb78", "hatch": "//", "edgecolor": orange}),
+        ("Label acc. Set-G", COLUMN["label_g"], {"color": blue}),
+        ("GNT acc. Set-G, inadequate = wrong", strict["Set-G"], {"color": "#aec7e8", "hatch": "//", "edgecolor": blue}),
+        ("Label acc. Set-N", COLUMN["label_n"], {"color": orange}),
+        ("GNT acc. Set-N, inadequate = wrong", strict["Set-N"],
+         {"color": "#ffbb78", "hatch": "//", "edgecolor": orange}),
     ]
     if not has_gnt:
-        series_spec = [s for s in series_spec if not s[1].startswith("gnt")]
+        series_spec = [s for s in series_spec if not s[0].startswith("GNT")]
     _language_panels(axes, langs, groups, "accuracy (%)", lambda lang: [
-        (label, [_stat(results, m.name, "language", lang, COLUMN[key]) for m in results.models], style)
-        for label, key, style in series_spec
+        (label, [_stat(results, m.name, "language", lang, column) for m in results.models], style)
+        for label, column, style in series_spec
     ])
     title = "Label accuracy vs GNT accuracy by set (mean over evaluated cells, 95% CI)"
     if not has_gnt:
