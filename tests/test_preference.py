@@ -10,7 +10,7 @@ from _eval_helpers import ScriptedBackend
 
 from gnt.bootstrap import BootstrapSettings
 from gnt.cli.evaluate import load_eval_config
-from gnt.evaluation.preference import PREFERENCE, SCORE_CACHE, load_pairs, preference_metrics
+from gnt.evaluation.preference import PREFERENCE, SCORE_CACHE, pairs_path, preference_metrics, select_pairs
 from gnt.evaluation.sweep import run_sweep
 from gnt.generation.base import Adapter
 from gnt.generation.scoring import ScoreRequest, ScoringUnsupported, score_completions
@@ -102,7 +102,7 @@ def preference_sweep(tmp_path_factory, eval_tiny_run: Path) -> Path:
 
 
 def test_the_sweep_scores_every_held_out_pair_for_every_model(preference_sweep: Path, eval_data_dir: Path) -> None:
-    pairs = load_pairs(eval_data_dir, "test", ["it", "es"])
+    pairs = select_pairs(read_jsonl(pairs_path(eval_data_dir, "test")), ["it", "es"])
     assert pairs, "the data build writes held-out preference pairs"
     kinds = {p["kind"] for p in pairs}
     margins = {}
@@ -148,11 +148,11 @@ def test_a_build_without_pairs_warns_instead_of_failing(eval_tiny_run: Path, tmp
 
 
 def test_a_pair_budget_takes_each_kind_from_both_sets_in_turn(eval_data_dir: Path) -> None:
-    everything = load_pairs(eval_data_dir, "test", ["it", "es"])
-    two = load_pairs(eval_data_dir, "test", ["it", "es"], per_kind=2)
+    everything = select_pairs(read_jsonl(pairs_path(eval_data_dir, "test")), ["it", "es"])
+    two = select_pairs(read_jsonl(pairs_path(eval_data_dir, "test")), ["it", "es"], per_kind=2)
     groups = {(p["lang"], p["kind"]) for p in everything}
     assert len(two) == sum(min(2, sum((p["lang"], p["kind"]) == g for p in everything)) for g in groups)
-    assert two == load_pairs(eval_data_dir, "test", ["it", "es"], per_kind=2), "a fixed subset"
+    assert two == select_pairs(read_jsonl(pairs_path(eval_data_dir, "test")), ["it", "es"], per_kind=2), "a fixed subset"
     assert any(p["kind"] == "label_decision" and p["set"] == "Set-N" for p in two)
     assert any(p["kind"] == "label_decision" and p["set"] == "Set-G" for p in two)
     for group in groups:

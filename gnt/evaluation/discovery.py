@@ -98,8 +98,12 @@ def _global_step(folder: Path, record: dict) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _adapter_model(folder: Path, name: str, kind: ModelKind, run_dir: Path | None) -> ModelUnderTest:
+def _adapter_model(folder: Path, name: str, kind: ModelKind, run_dir: Path | None) -> ModelUnderTest | None:
+    """The model of one adapter folder (its run record read first); None when the folder holds no adapter weights."""
     record = read_run_record(folder)
+    step = _global_step(folder, record)
+    if not is_adapter_dir(folder):
+        return None
     base = record.get("base_model")
     if not base:
         config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
@@ -107,31 +111,37 @@ def _adapter_model(folder: Path, name: str, kind: ModelKind, run_dir: Path | Non
     adapter = Adapter(name=name, path=str(folder.resolve()), weights_hash=adapter_weights_hash(folder))
     return ModelUnderTest(
         name=name, base_model=str(base) if base else "", adapter=adapter, kind=kind,
-        run_dir=str(run_dir.resolve()) if run_dir else None, global_step=_global_step(folder, record), run_record=record,
+        run_dir=str(run_dir.resolve()) if run_dir else None, global_step=step, run_record=record,
     )
 
 
-def run_checkpoints(run_dir: str | Path) -> list[ModelUnderTest]:
-    """Every ``checkpoint-*`` adapter of a run, by step; a clear error when there is none."""
+@dataclass(frozen=True)
+class _Candidate:
+    """A folder that should hold an adapter, named before anything in it is read."""
+
+    folder: Path
+    name: str
+    kind: ModelKind
+    run_dir: Path | None = None
+
+    @property
+    def final(self) -> bool:
+        """The adapter saved at a run's root (kept only when it differs from every checkpoint)."""
+        return self.run_dir is not None and self.folder == self.run_dir
+
+
+def _run_candidates(run_dir: str | Path) -> list[_Candidate]:
+    """A run's ``checkpoint-*`` folders by step, then its root (the final adapter, if training saved one there)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise RecipeError(f"run folder not found: {run_dir}")
+    run_name = safe_component(run_dir.resolve().name)
     folders = sorted(
         (p for p in run_dir.iterdir() if p.is_dir() and _CHECKPOINT.match(p.name)),
         key=lambda p: int(_CHECKPOINT.match(p.name).group(1)),  # type: ignore[union-attr]
     )
-    incomplete = [p.name for p in folders if not is_adapter_dir(p)]
-    folders = [p for p in folders if is_adapter_dir(p)]
-    if not folders:
-        extra = f" ({', '.join(incomplete)} hold no adapter weights)" if incomplete else ""
-        raise RecipeError(f"{run_dir}: no checkpoint-*/ adapter folders{extra}; is this a training output folder?")
-    run_name = safe_component(run_dir.resolve().name)
-    models = [_adapter_model(p, f"{run_name}/{p.name}", "checkpoint", run_dir) for p in folders]
-    if is_adapter_dir(run_dir):  # the final adapter, when training ran past the last saved checkpoint
-        final = _adapter_model(run_dir, f"{run_name}/final", "checkpoint", run_dir)
-        if final.adapter.weights_hash not in {m.adapter.weights_hash for m in models}:  # type: ignore[union-attr]
-            models.append(final)
-    return models
+    return [_Candidate(p, f"{run_name}/{p.name}", "checkpoint", run_dir) for p in folders] + [
+        _Candidate(run_dir, f"{run_name}/final", "checkpoint", run_dir)]
 
 
 def adapter_name(path: str | Path) -> str:
@@ -141,11 +151,37 @@ def adapter_name(path: str | Path) -> str:
     return f"{safe_component(resolved.parent.name)}/{safe_component(resolved.name)}"
 
 
+def _adapters(candidates: list[_Candidate]) -> list[ModelUnderTest]:
+    """The models of ``candidates``: every explicit adapter and at least one checkpoint per run, else one clear
+    error; a run's final adapter only when it differs from all of its checkpoints."""
+    found = [(c, _adapter_model(c.folder, c.name, c.kind, c.run_dir)) for c in candidates]
+    models: list[ModelUnderTest] = []
+    for candidate, model in found:
+        if model is None and candidate.kind == "adapter":
+            raise RecipeError(f"{candidate.folder}: not a PEFT adapter folder (needs adapter_config.json and adapter "
+                              "weights)")
+        if candidate.final:
+            checkpoints = [m for c, m in found if c.run_dir == candidate.run_dir and not c.final]
+            if not any(checkpoints):
+                incomplete = [c.folder.name for c, m in found if c.run_dir == candidate.run_dir and not c.final]
+                extra = f" ({', '.join(incomplete)} hold no adapter weights)" if incomplete else ""
+                raise RecipeError(f"{candidate.run_dir}: no checkpoint-*/ adapter folders{extra}; is this a training "
+                                  "output folder?")
+            hashes = {m.adapter.weights_hash for m in checkpoints if m is not None and m.adapter is not None}
+            if model is None or model.adapter is None or model.adapter.weights_hash in hashes:
+                continue
+        if model is not None:
+            models.append(model)
+    return models
+
+
+def run_checkpoints(run_dir: str | Path) -> list[ModelUnderTest]:
+    """Every ``checkpoint-*`` adapter of a run, by step (and its final adapter); a clear error when there is none."""
+    return _adapters(_run_candidates(run_dir))
+
+
 def explicit_adapter(path: str | Path) -> ModelUnderTest:
-    path = Path(path)
-    if not is_adapter_dir(path):
-        raise RecipeError(f"{path}: not a PEFT adapter folder (needs adapter_config.json and adapter weights)")
-    return _adapter_model(path, adapter_name(path), "adapter", None)
+    return _adapters([_Candidate(Path(path), adapter_name(path), "adapter")])[0]
 
 
 def discover_models(
@@ -154,13 +190,8 @@ def discover_models(
     """The models of one sweep, base model(s) first; ``model`` overrides the base recorded by runs/adapters."""
     from gnt.models.aliases import resolve_model
 
-    if model:
-        model = resolve_model(model)  # gnt:tiny and gnt:smollm, as training accepts them
-    tuned: list[ModelUnderTest] = []
-    for run in runs:
-        tuned.extend(run_checkpoints(run))
-    for path in adapters:
-        tuned.append(explicit_adapter(path))
+    tuned = _adapters([c for run in runs for c in _run_candidates(run)]
+                      + [_Candidate(Path(path), adapter_name(path), "adapter") for path in adapters])
     for item in tuned:
         if model:
             item.base_model = model
@@ -173,7 +204,7 @@ def discover_models(
         raise RecipeError(f"two adapters would share the results folder {duplicates[0]!r}; rename one run folder")
     for item in tuned:
         item.base_model = resolve_model(item.base_model)
-    bases = list(dict.fromkeys(m.base_model for m in tuned)) if tuned else [model] if model else []
+    bases = list(dict.fromkeys(m.base_model for m in tuned)) if tuned else [resolve_model(model)] if model else []
     if not bases:
         raise RecipeError("nothing to evaluate: give --run, --adapter or --model")
     base_models = []

@@ -26,7 +26,7 @@ from gnt.filenames import PREFERENCE as PREFERENCE  # re-exported: sweep.py and 
 from gnt.filenames import PREFERENCE_CACHE
 from gnt.generation.base import Adapter, GenerationBackend
 from gnt.generation.scoring import CompletionScore, ScoreRequest, score_completions
-from gnt.io import hash_json, read_jsonl
+from gnt.io import hash_json
 from gnt.jsonl_cache import JsonlCache
 from gnt.results_schema import PREFERENCE_FORMAT
 
@@ -39,36 +39,31 @@ def pairs_path(data_dir: str | Path, split: str) -> Path:
     return Path(data_dir) / "dpo" / f"{split}.jsonl"
 
 
-def load_pairs(
-    data_dir: str | Path, split: str, langs: Sequence[str], per_kind: int | None = None
-) -> list[dict]:
-    """The held-out preference pairs of a data build (selected languages), or [] when the build has none.
+def select_pairs(pairs: Sequence[dict], langs: Sequence[str], per_kind: int | None = None) -> list[dict]:
+    """The pairs of the selected languages.
 
     ``per_kind`` keeps N pairs of each language and kind, taken in turn from each mGeNTE set (Set-G, Set-N, Set-G,
     ...) in file order: a fixed, reproducible subset. Taking the first N in file order would let one set fill a
     kind that holds both (``label_decision`` opens with Set-G rows), so a small subset would measure one set only.
     """
-    path = pairs_path(data_dir, split)
-    if not path.is_file():
-        return []
     wanted = set(langs)
     if per_kind is None:
-        return [pair for pair in read_jsonl(path) if pair.get("lang") in wanted]
+        return [pair for pair in pairs if pair.get("lang") in wanted]
     groups: dict[tuple, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    for pair in read_jsonl(path):
+    for pair in pairs:
         if pair.get("lang") in wanted:
             groups[(pair.get("lang"), pair.get("kind"))][str(pair.get("set", ""))].append(pair)
-    pairs = []
+    selected = []
     for by_set in groups.values():
         queues = [by_set[name] for name in sorted(by_set)]
         taken, turn = 0, 0
         while taken < per_kind and any(turn < len(q) for q in queues):
             for queue in queues:
                 if turn < len(queue) and taken < per_kind:
-                    pairs.append(queue[turn])
+                    selected.append(queue[turn])
                     taken += 1
             turn += 1
-    return pairs
+    return selected
 
 
 def _text(turns: Sequence[Mapping]) -> str:

@@ -8,19 +8,41 @@ demonstrations and judge exemplars, which are excluded from evaluation (docs/pro
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gnt.data.entry import Entry
 from gnt.evaluation.config import EvalConfig
 from gnt.evaluation.discovery import ModelUnderTest
+from gnt.evaluation.preference import pairs_path, select_pairs
 from gnt.filenames import DRAWN_FROM, MANIFEST
-from gnt.io import read_json_or_none, read_jsonl, sha256_file
+from gnt.io import read_json, read_json_or_none, read_jsonl, sha256_file
 from gnt.paths import JUDGE_DIR
 from gnt.prompts.grid import PromptGrid
 from gnt.recipe import RecipeError
 
+log = logging.getLogger("gnt.evaluation")
+
 TEST_ROWS = Path("eval") / "mgente_test.jsonl"
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """Everything a sweep reads from where its rows come from, read in one place before anything is decided.
+
+    ``info`` describes the rows for the run record; ``guarded_keys`` are the source keys the leakage guard checks
+    (a data build's own dev keys are left out when the dev side is scored: the build keeps them apart from its
+    training keys, and run records list them as seen for the validation loss); ``pairs`` are the held-out
+    preference pairs (``preference: true``; only a data build has them).
+    """
+
+    entries: tuple[Entry, ...]
+    info: dict[str, Any]
+    guarded_keys: frozenset[str]
+    pairs: tuple[dict, ...] = ()
 
 
 def split_rows(split: str, origin: str = "mgente") -> Path:
@@ -64,17 +86,19 @@ def limit_per_lang(entries: list[Entry], n: int | None) -> list[Entry]:
     return [e for e in entries if id(e) in chosen]
 
 
-def load_rows(config: EvalConfig, models: list[ModelUnderTest], grid: PromptGrid) -> tuple[list[Entry], dict]:
-    """Evaluated entries (selected languages) and a description of where they came from, for the run record."""
+def load_rows(config: EvalConfig, models: list[ModelUnderTest]) -> HeldOut:
+    """Evaluated entries (selected languages), where they came from, the keys to guard and the held-out pairs."""
     langs = set(config.langs)
+    dev_keys: list[str] = []
+    pairs: list[dict] | None = None
     if config.mgente:
         from gnt.data.build import judge_exemplar_sources
         from gnt.data.mgente import load_mgente
 
-        excluded = grid.demonstration_keys() | set(judge_exemplar_sources(JUDGE_DIR / "exemplars", config.langs))
+        excluded = PromptGrid(config.langs, config.prompts_dir).demonstration_keys() | set(judge_exemplar_sources(JUDGE_DIR / "exemplars", config.langs))
         loaded = load_mgente(config.mgente, tuple(config.langs))  # type: ignore[arg-type]
         entries = [e for e in loaded if e.source_key not in excluded]
-        info = {"source": str(config.mgente), "excluded_demos_and_exemplars": len(loaded) - len(entries)}
+        info: dict[str, Any] = {"source": str(config.mgente), "excluded_demos_and_exemplars": len(loaded) - len(entries)}
     else:
         data_dirs = sorted({str(_resolve_data_dir(m)) for m in models if m.adapter is not None and m.data_dir})
         if not data_dirs:
@@ -87,6 +111,7 @@ def load_rows(config: EvalConfig, models: list[ModelUnderTest], grid: PromptGrid
                 "sweeps, or give mgente= to score all on the same rows"
             )
         data_dir = Path(data_dirs[0])
+        pairs_file = pairs_path(data_dir, config.split)
         origins = ("mgente", "templated") if config.templated_rows else ("mgente",)
         entries, files = [], {}
         for origin in origins:
@@ -98,6 +123,10 @@ def load_rows(config: EvalConfig, models: list[ModelUnderTest], grid: PromptGrid
                 )
             entries += [e for e in (Entry.from_record(r) for r in read_jsonl(path)) if e.lang in langs]
             files[str(path)] = sha256_file(path)
+        if config.split == "dev":
+            dev_keys = read_json(data_dir / MANIFEST).get("source_keys", {}).get("dev", [])
+        if config.preference:
+            pairs = read_jsonl(pairs_file) if pairs_file.is_file() else []
         info = {"source": str(data_dir / split_rows(config.split)), "sha256": files[str(data_dir / split_rows(config.split))],
                 "data_dir": str(data_dir), "split": config.split, "files": files}
     entries = limit_per_lang(entries, config.rows_per_lang)
@@ -108,4 +137,19 @@ def load_rows(config: EvalConfig, models: list[ModelUnderTest], grid: PromptGrid
         counts[f"{entry.lang}/{entry.set}"] += 1
     info["counts"] = dict(sorted(counts.items()))
     info["rows_per_lang"] = config.rows_per_lang
-    return entries, info
+    guarded = frozenset(e.source_key for e in entries) - frozenset(dev_keys)
+    return HeldOut(tuple(entries), info, guarded, tuple(_preference_pairs(config, info, pairs)))
+
+
+def _preference_pairs(config: EvalConfig, info: dict[str, Any], pairs: list[dict] | None) -> list[dict]:
+    """The held-out preference pairs to score (``preference: true``), from the runs' data build."""
+    if not config.preference:
+        return []
+    if pairs is None:
+        log.warning("preference: needs the runs' data build (held-out DPO pairs); not computed for --mgente rows")
+        return []
+    selected = select_pairs(pairs, config.langs, config.preference_pairs_per_kind)
+    if not selected:
+        log.warning("preference: %s has no dpo/%s.jsonl pairs for %s; rebuild it with data/build.py",
+                    info["data_dir"], config.split, ",".join(config.langs))
+    return selected

@@ -55,7 +55,6 @@ from gnt.evaluation.preference import (
     PREFERENCE,
     SCORE_CACHE,
     ScoreCache,
-    load_pairs,
     preference_metrics,
     preference_records,
 )
@@ -72,9 +71,9 @@ from gnt.evaluation.shard import (
     shard_record_path,
     shard_records,
 )
-from gnt.filenames import GENERATIONS, MANIFEST, METRICS, RECORD
+from gnt.filenames import GENERATIONS, METRICS, RECORD
 from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationRequest
-from gnt.io import hash_json, read_json, write_json
+from gnt.io import hash_json, write_json
 from gnt.output_format import output_regex
 from gnt.prompts.grid import Cell, GridPrompt, PromptGrid
 from gnt.records import environment_record
@@ -277,8 +276,8 @@ def run_sweep(config: EvalConfig, *, backend_factory: BackendFactory | None = No
     cache and raises :class:`ShardsIncomplete` (writing nothing) if any generation is missing.
     """
     started = time.perf_counter()
-    sweep = _Sweep(config, backend_factory or default_backend_factory)
     mode = parse_shard(config.shard)
+    sweep = _Sweep(config, backend_factory or default_backend_factory)
     if isinstance(mode, Shard):
         sweep.run_share(mode)
         log.info("shard %s done in %.1fs", mode.name, time.perf_counter() - started)
@@ -303,21 +302,20 @@ class _Sweep:
         self.config = config
         self.factory = factory
         self.out = Path(config.out_dir)
+        self.cache = GenerationCache(cache_path(self.out))
         self.models = discover(config)  # this order numbers the chunks of the stream: every worker must share it
-        self.grid = PromptGrid(config.langs, config.prompts_dir, seed=config.grid_seed)
-        self.entries, self.rows_info = load_rows(config, self.models, self.grid)
+        held_out = load_rows(config, self.models)
+        self.entries = held_out.entries
+        self.statuses = guard_leakage(self.models, set(held_out.guarded_keys), len(self.entries),
+                                      allow=config.allow_leakage, logger=log)
         self.cells = config.cells()
-        self.statuses = guard_leakage(
-            self.models, _guarded_keys(config, self.entries, self.rows_info), len(self.entries),
-            allow=config.allow_leakage, logger=log,
-        )
+        self.grid = PromptGrid(config.langs, config.prompts_dir, seed=config.grid_seed)
         log.info(
             "sweep: %d model(s) × %d cell(s) × %d row(s) → %s", len(self.models), len(self.cells), len(self.entries),
             self.out,
         )
-        self.task = GridTask(config, self.grid, tuple(self.entries), tuple(self.cells), self.statuses, self.rows_info,
-                             tuple(_preference_pairs(config, self.rows_info)), ScoreCache(self.out / SCORE_CACHE))
-        self.cache = GenerationCache(cache_path(self.out))
+        self.task = GridTask(config, self.grid, self.entries, tuple(self.cells), self.statuses, held_out.info,
+                             held_out.pairs, ScoreCache(self.out / SCORE_CACHE))
 
     def each_model(self, visit: Callable[[ModelUnderTest, CachedBackend, bool], T]) -> list[T]:
         return for_each_model(self.config, self.models, self.factory, self.cache, visit)
@@ -332,6 +330,7 @@ class _Sweep:
     def run_share(self, shard: Shard) -> None:
         """Generate this worker's chunks of every model into the cache and write ``shards/<i>-of-<n>.json``."""
         started = time.perf_counter()
+        record_path = shard_record_path(self.out, shard)
         stream = ChunkStream(shard)
         counts: dict[str, dict[str, int]] = {}
 
@@ -340,7 +339,7 @@ class _Sweep:
             log.info("%s [shard %s]: %s", model.name, shard.name, counts[model.name])
 
         self.each_model(share)
-        write_json(shard_record_path(self.out, shard), {
+        write_json(record_path, {
             "format": SHARD_FORMAT,
             "shard": shard.name,
             "index": shard.index,
@@ -411,34 +410,6 @@ def _shard_counts(records: list[dict]) -> dict[str, dict]:
             entry = per_model.setdefault(name, {"shards": record["count"], "by_shard": {}})
             entry["by_shard"][record["shard"]] = counts
     return per_model
-
-
-def _guarded_keys(config: EvalConfig, entries: list[Entry], rows_info: dict) -> set[str]:
-    """Source keys the leakage guard checks against the checkpoints' training sources.
-
-    Run records list train *and* dev keys as seen (dev rows give the validation loss). Scoring the dev side
-    (``split: dev``, for choosing settings) is then expected overlap: the build's own dev keys are left out of the
-    check, and the build guarantees they are disjoint from its training keys.
-    """
-    keys = {e.source_key for e in entries}
-    if config.split == "dev" and "data_dir" in rows_info:
-        manifest = read_json(Path(rows_info["data_dir"]) / MANIFEST)
-        keys -= set(manifest.get("source_keys", {}).get("dev", []))
-    return keys
-
-
-def _preference_pairs(config: EvalConfig, rows_info: dict) -> list[dict]:
-    """The held-out preference pairs to score (``preference: true``), from the runs' data build."""
-    if not config.preference:
-        return []
-    if "data_dir" not in rows_info:
-        log.warning("preference: needs the runs' data build (held-out DPO pairs); not computed for --mgente rows")
-        return []
-    pairs = load_pairs(rows_info["data_dir"], config.split, config.langs, config.preference_pairs_per_kind)
-    if not pairs:
-        log.warning("preference: %s has no dpo/%s.jsonl pairs for %s; rebuild it with data/build.py",
-                    rows_info["data_dir"], config.split, ",".join(config.langs))
-    return pairs
 
 
 def _preference(config: EvalConfig, model: ModelUnderTest, backend: CachedBackend, task: GridTask
