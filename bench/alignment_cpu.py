@@ -45,12 +45,18 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ("langs=it,es", "judge_langs=it,es,de,el", "train_configs=None,S", "train_shots=0", "templated_pairs=600")
 JUDGE, SFT, ONPOLICY, EVAL = ("recipes/judge-gemma270m.yaml", "recipes/gemma270m.yaml", "recipes/gemma270m-onpolicy.yaml",
                               "recipes/eval-gemma270m.yaml")
+SAME_LABEL = ("pairing=same_label", "prompts_per_round=192", "dpo.max_steps=16", "dpo.save_steps=16")
 VARIANTS: dict[str, tuple[str, ...]] = {
     "k4": (),
     "k4_dpo16": ("dpo.max_steps=16", "dpo.save_steps=16"),
+    "same_label_lr1e-4": (*SAME_LABEL, "dpo.learning_rate=1e-4"),
+    "same_label_lr5e-5": (*SAME_LABEL, "dpo.learning_rate=5e-5"),
 }
 """On-policy settings tried, as overrides of recipes/gemma270m-onpolicy.yaml (its own: 64 prompts x 4 samples at
-temperature 0.8, the three rewards, 8 DPO steps of 8 pairs)."""
+temperature 0.8, the three rewards, best against worst of all samples, 8 DPO steps of 8 pairs at 5e-5). The
+``same_label`` ones pair samples of the right label only (the translation is all a pair differs in), from 192
+prompts, over 16 steps. A run tries :data:`TRIED_NOW`; the record keeps what earlier runs tried (``earlier``)."""
+TRIED_NOW = ["same_label_lr1e-4", "same_label_lr5e-5"]
 TESTS = {"gnt_n_adequate": ("gnt_accuracy_adequate", "Set-N"), "label_bal": ("label_balanced_accuracy", None),
          "chrf": ("chrf", None), "label_g": ("label_accuracy", "Set-G"), "label_n": ("label_accuracy", "Set-N")}
 GOALS = {
@@ -75,9 +81,34 @@ class AlignmentCpuOptions:
     """Which seeds and variants, where."""
 
     seeds: list[int] = field(default_factory=lambda: [42, 1, 2], metadata={"help": "training seeds (>= 3 to compare)"})
-    variants: list[str] = field(default_factory=lambda: list(VARIANTS), metadata={
+    variants: list[str] = field(default_factory=lambda: list(TRIED_NOW), metadata={
         "choices": tuple(VARIANTS), "help": "alignment variants tried on dev"})
     out_dir: str | None = field(default=None, metadata={"help": "work folder (default outputs/bench-alignment)"})
+
+
+def earlier_runs(path: Path) -> list[dict[str, Any]]:
+    """What the record at ``path`` and the runs it kept tried: commit, seeds, variants and their mean dev deltas,
+    the choice and its test deltas (every variant ever tried stays in the record)."""
+    if not path.is_file():
+        return []
+    old = read_json(path)
+    figures = old.get("figures", {})
+    run = {"commit": old.get("environment", {}).get("git", {}).get("commit"), "date": old.get("date"),
+           "seeds": figures.get("seeds"), "variants": figures.get("variants"),
+           "dev_mean_delta": figures.get("dev_mean_delta"), "chosen": figures.get("chosen"),
+           "alignment_earned_on_dev": figures.get("alignment_earned_on_dev"),
+           "test_delta_mean_sd": figures.get("test_delta_mean_sd"), "goals_met": figures.get("goals_met")}
+    return [*figures.get("earlier", []), run]
+
+
+def reused(folder: Path) -> dict[str, Any] | None:
+    """A training run this bench found finished in its work folder (resumed at its last step, so not retrained):
+    its commit and when it finished, for the record."""
+    record = folder / "gnt_run.json"
+    if not record.is_file():
+        return None
+    run = read_json(record)
+    return {"commit": run.get("environment", {}).get("git", {}).get("commit"), "finished": run.get("finished")}
 
 
 def evaluate(adapters: list[Path], judge: Path, results: Path, split: str) -> None:
@@ -106,6 +137,7 @@ def _bench(call: Call) -> int:
     out = Path(args.out_dir or ROOT / "outputs" / "bench-alignment")
     started = time.perf_counter()
     data, judge = out / "data", out / "runs" / "judge"
+    found_before = {str(p.relative_to(out)): reused(p) for p in [judge, *(out / "runs" / f"sft-{s}" for s in args.seeds)]}
     _run(_py("data/build.py", f"out_dir={data}", *BUILD)) if not (data / "manifest.json").is_file() else None
     _run(_py("train/sft.py", JUDGE, f"data_dir={data}", f"output_dir={judge}"))
     validation = out / "judge" / "validation.json"
@@ -176,6 +208,8 @@ def _bench(call: Call) -> int:
             "variants whose mean dev deltas pass the rule (gnt.alignment.stage_choice.StageRule); none passing: the "
             "best of all, reported as not earned"},
         "test": test, "test_delta_mean_sd": spread, "goals_met": met,
+        "runs_found_finished": {k: v for k, v in found_before.items() if v is not None},
+        "earlier": earlier_runs(ROOT / "bench" / "results" / "alignment_cpu.json"),
         "seconds": round(time.perf_counter() - started, 1),
     }
     rows = [(f"{key}: aligned - SFT (mean, sd over seeds)", f"{v['mean']:+.4f} ± {v['sd']:.4f}", "")

@@ -60,6 +60,19 @@ def test_pairs_are_best_against_worst_and_ties_and_all_bad_groups_are_counted() 
     assert counts.samples == 9 and counts.rewards_mean["adequacy"] == pytest.approx(5 / 9, abs=1e-3)
 
 
+def test_same_label_pairs_differ_in_the_translation_only() -> None:
+    spec = RewardSpec({"label": 1.0, "judge": 1.0, "adequacy": 1.0})
+    good = _sample(SET_N, "<it> **NEUTRAL** [La cittadinanza è preoccupata.]", "NEUTRAL")
+    masc = _sample(SET_N, "<it> **GENDERED** [I cittadini sono preoccupati.]", "WRONGLY GENDERED")
+    half = _sample(SET_N, "<it> **NEUTRAL** [I cittadini sono preoccupati.]", "WRONGLY GENDERED")
+    groups = [[spec.score(s) for s in group] for group in ([half, good, masc], [good, masc, masc])]
+    total, _ = pair_groups(groups)
+    assert [worst.sample.text for _, _, worst in total] == [masc.text, masc.text], "across labels: the wrong label"
+    pairs, counts = pair_groups(groups, "same_label")
+    assert [(i, best.sample.text, worst.sample.text) for i, best, worst in pairs] == [(0, good.text, half.text)]
+    assert (counts.pairs, counts.too_few_right_labels, counts.ties) == (1, 1, 0)
+
+
 def _config(tmp_path: Path, run: Path, data: Path, **keys: object) -> OnPolicyConfig:
     values = dict(policy=str(run / "checkpoint-2"), data_dir=str(data), output_dir=str(tmp_path / "onpolicy"),
                   samples_per_prompt=2, prompts_per_round=6, max_new_tokens=24, temperature=1.0, top_p=1.0,
@@ -76,6 +89,7 @@ def _config(tmp_path: Path, run: Path, data: Path, **keys: object) -> OnPolicyCo
     ({"model": "gnt:smollm"}, "was trained on the base model .* not on model=gnt:smollm"),
     ({"rewards": {"judge": 1.0}}, "the judge reward needs judge"),
     ({"dpo": {"output_dir": "x"}}, "set per round by train/onpolicy.py"),
+    ({"pairing": "same_label", "rewards": {"adequacy": 1.0}}, "pairing: same_label keeps the samples whose label"),
 ])
 def test_bad_input_is_one_error_before_any_sampling(tmp_path: Path, eval_tiny_run: Path, eval_data_dir: Path,
                                                     keys: dict, message: str) -> None:

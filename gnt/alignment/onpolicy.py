@@ -10,7 +10,11 @@ here are the model's own outputs. A round:
    adequacy), the judge's verdicts through its cache;
 3. **pairs** each prompt's best sample (chosen) with its worst (rejected). A group whose best and worst score the
    same (a tie) or whose best sample is no usable translation (an extraction error or below the adequacy
-   threshold: nothing worth preferring) gives no pair; both are counted. Pairs are written as DPO rows carrying
+   threshold: nothing worth preferring) gives no pair; both are counted. With ``pairing: same_label`` only the
+   samples whose label is right for the set compete, so chosen and rejected open with the same label token and
+   differ in the translation alone: DPO's log-ratios of the shared label cancel, and the pairs teach the rewrite
+   without moving the decision (which pairs across labels pull toward one label: docs/alignment.md). A group with
+   fewer than two such samples gives no pair, counted too. Pairs are written as DPO rows carrying
    each side's rewards and the round, in a data folder of their own (``pairs-round-N/``);
 4. **trains** DPO on them (``round-N/``), the policy of the round as both starting point and frozen reference.
 
@@ -47,6 +51,9 @@ STATE = "onpolicy.json"
 FORMAT = "gnt-align/onpolicy/1"
 KIND = ONPOLICY
 """The ``kind`` of every on-policy pair (what a DPO recipe's ``pair_kinds`` selects)."""
+PAIRINGS = ("total", "same_label")
+"""How a prompt's samples become a pair: best against worst of all of them (``total``), or of those whose label is
+right only (``same_label``)."""
 
 
 @dataclass
@@ -86,6 +93,9 @@ class OnPolicyConfig(BackendSettings):
         "help": "a train/dpo.py recipe every round's DPO starts from (null: DPO's defaults and the dpo keys)"})
     dpo: dict = field(default_factory=dict, metadata={
         "help": "keys of train/dpo.py for every round's DPO, over dpo_recipe (beta, learning_rate, max_steps ...)"})
+    pairing: str = field(default="total", metadata={
+        "choices": PAIRINGS, "help": "total: best against worst of a prompt's samples; same_label: of those whose "
+                                     "label is right only, so a pair differs in the translation alone"})
     templated: bool = field(default=True, metadata={"help": "also sample for the templated training entries"})
     pairs_only: bool = field(default=False, metadata={
         "help": "write the next round's pairs and stop (train them with `accelerate launch train/dpo.py`)"})
@@ -106,6 +116,9 @@ class OnPolicyConfig(BackendSettings):
             raise RecipeError(f"temperature must be in (0, 2] and top_p in (0, 1] to sample (got {self.temperature}, "
                               f"{self.top_p})")
         check_rewards(self.rewards)
+        if self.pairing == "same_label" and "label" not in self.rewards:
+            raise RecipeError("pairing: same_label keeps the samples whose label reward is 1: add label to rewards "
+                              "(its weight may be 0)")
         if self.rewards.get("judge") and not self.judge:
             raise RecipeError("the judge reward needs judge: a judge recipe (e.g. recipes/judge-gemma270m.yaml)")
         self.validate_backend(needs_server=True)
@@ -165,13 +178,16 @@ class RoundCounts:
     pairs: int = 0
     ties: int = 0
     all_bad: int = 0
+    too_few_right_labels: int = 0
     extraction_errors: int = 0
     judge_errors: int = 0
     rewards_mean: dict[str, float] = field(default_factory=dict)
 
 
-def pair_groups(groups: Sequence[Sequence[Scored]]) -> tuple[list[tuple[int, Scored, Scored]], RoundCounts]:
-    """``(group index, best, worst)`` of each prompt's samples; ties and all-bad groups dropped and counted."""
+def pair_groups(groups: Sequence[Sequence[Scored]], pairing: str = "total"
+                ) -> tuple[list[tuple[int, Scored, Scored]], RoundCounts]:
+    """``(group index, best, worst)`` of each prompt's samples; ties and all-bad groups dropped and counted (and,
+    pairing ``same_label``, groups with fewer than two samples whose label is right)."""
     counts = RoundCounts(prompts=len(groups))
     pairs = []
     sums: Counter = Counter()
@@ -181,6 +197,11 @@ def pair_groups(groups: Sequence[Sequence[Scored]]) -> tuple[list[tuple[int, Sco
             sums.update(scored.rewards)
             counts.extraction_errors += scored.sample.extraction.error is not None
             counts.judge_errors += scored.sample.extraction.ok and scored.sample.verdict is None
+        if pairing == "same_label":
+            group = [s for s in group if s.sample.extraction.ok and s.rewards.get("label") == 1.0]
+            if len(group) < 2:
+                counts.too_few_right_labels += 1
+                continue
         best = max(group, key=lambda s: (s.total, s.sample.chrf))
         worst = min(group, key=lambda s: (s.total, s.sample.chrf))
         if best.total == worst.total or best.sample.text == worst.sample.text:
@@ -335,7 +356,7 @@ def run_round(config: OnPolicyConfig, prompts: list[Prompt], policy: str, round_
     scored = [spec.score(s) for s in samples]
     k = config.samples_per_prompt
     groups = [scored[i * k : (i + 1) * k] for i in range(len(chosen))]
-    pairs, counts = pair_groups(groups)
+    pairs, counts = pair_groups(groups, config.pairing)
     rows = [pair_row(chosen[index], best, worst, round_number) for index, best, worst in pairs]
     sample_rows = [{"id": s.sample.entry.id, "lang": s.sample.entry.lang, "set": s.sample.entry.set,
                     "text": s.sample.text, **s.to_record()} for s in scored]
@@ -343,7 +364,8 @@ def run_round(config: OnPolicyConfig, prompts: list[Prompt], policy: str, round_
             "settings": settings_record(config)}
     if not rows:
         raise RecipeError(f"round {round_number}: no pair ({counts.ties} ties, {counts.all_bad} groups without a "
-                          "usable best sample): sample more per prompt, raise the temperature, or train SFT longer")
+                          f"usable best sample, {counts.too_few_right_labels} with fewer than two right labels): "
+                          "sample more per prompt, raise the temperature, or train SFT longer")
     write_pairs(pairs_dir, Path(config.data_dir or ""), rows, sample_rows, info)
     say(f"round {round_number}: {counts.pairs} pairs of {counts.prompts} prompts ({counts.ties} ties, "
         f"{counts.all_bad} without a usable best sample dropped); mean rewards {counts.rewards_mean}")
