@@ -117,7 +117,8 @@ def _adapter_model(folder: Path, name: str, kind: ModelKind, run_dir: Path | Non
 
 @dataclass(frozen=True)
 class _Candidate:
-    """A folder that should hold an adapter, named before anything in it is read."""
+    """A folder that should hold an adapter, named before anything in it is read: a sweep knows every model
+    it will score (and can refuse a bad one) before it opens a single adapter."""
 
     folder: Path
     name: str

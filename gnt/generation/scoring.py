@@ -78,6 +78,19 @@ def _token_ids(backend, request: ScoreRequest) -> tuple[list[int], list[int]]:
     return prompt_ids, completion_ids
 
 
+def _encode(requests: Sequence[Any], encode: Callable[[Any], tuple[list[int], list[int]]], results: list[Any],
+            failed: Callable[[str], Any]) -> dict[int, tuple[list[int], list[int]]]:
+    """Each request's token ids by ``encode``; a request whose rendering fails gets ``failed(reason)`` in
+    ``results`` and is left out, so a template error is that request's failure only."""
+    encoded: dict[int, tuple[list[int], list[int]]] = {}
+    for index, request in enumerate(requests):
+        try:
+            encoded[index] = encode(request)
+        except Exception as exc:  # noqa: BLE001 - a template error is this request's failure only
+            results[index] = failed(f"rendering failed: {exc}")
+    return encoded
+
+
 def _run_batches(inner: Any, requests: Sequence[Any], prompts: dict[int, list[int]],
                  lengths: dict[int, tuple[int, int]], run: Callable[[list[int], Any], list[T]],
                  failed: Callable[[str], T], batch_size: int,
@@ -143,12 +156,8 @@ def score_completions(
 
     inner = _transformers_backend(backend)
     results: list[CompletionScore | None] = [None] * len(requests)
-    encoded: dict[int, tuple[list[int], list[int]]] = {}
-    for index, request in enumerate(requests):
-        try:
-            encoded[index] = _token_ids(inner, request)
-        except Exception as exc:  # noqa: BLE001 - a template error is this request's failure only
-            results[index] = CompletionScore(0.0, 0, f"rendering failed: {exc}")
+    encoded = _encode(requests, lambda request: _token_ids(inner, request), results,
+                      lambda why: CompletionScore(0.0, 0, why))
     def run(batch: list[int], prefix) -> list[CompletionScore]:
         context = inner._activate(requests[batch[0]].adapter)
         shared = len(prefix[0]) if prefix else 0
@@ -248,12 +257,8 @@ def score_choices(backend: GenerationBackend, requests: Sequence[ChoiceRequest],
 
     inner = _transformers_backend(backend)
     results: list[ChoiceScores | None] = [None] * len(requests)
-    encoded: dict[int, tuple[list[int], list[int]]] = {}
-    for index, request in enumerate(requests):
-        try:
-            encoded[index] = _choice_ids(inner, request)
-        except Exception as exc:  # noqa: BLE001 - a template error is this request's failure only
-            results[index] = ChoiceScores((), f"rendering failed: {exc}")
+    encoded = _encode(requests, lambda request: _choice_ids(inner, request), results,
+                      lambda why: ChoiceScores((), why))
     device = inner.device
 
     def run(batch: list[int], prefix) -> list[ChoiceScores]:
