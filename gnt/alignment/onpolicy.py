@@ -368,7 +368,8 @@ def run_round(config: OnPolicyConfig, prompts: list[Prompt], policy: str, round_
                           "sample more per prompt, raise the temperature, or train SFT longer")
     write_pairs(pairs_dir, Path(config.data_dir or ""), rows, sample_rows, info)
     say(f"round {round_number}: {counts.pairs} pairs of {counts.prompts} prompts ({counts.ties} ties, "
-        f"{counts.all_bad} without a usable best sample dropped); mean rewards {counts.rewards_mean}")
+        f"{counts.all_bad} without a usable best sample, {counts.too_few_right_labels} with fewer than two right "
+        f"labels dropped); mean rewards {counts.rewards_mean}")
     if config.pairs_only:
         say(f"pairs written to {pairs_dir}: train them with `accelerate launch train/dpo.py RECIPE "
             f"sft_adapter={policy} data_dir={pairs_dir} output_dir={run_dir}`")
