@@ -1,0 +1,122 @@
+"""The learned judge trained over a float32 base against a bfloat16 one: validation accuracy and training time.
+
+    python bench/judge_dtype.py                       # seeds 42, 1, 2; ~17 + ~12 min per seed on 2 CPU cores
+    python bench/judge_dtype.py seeds=42 out_dir=outputs/bench-judge-dtype
+
+Why: the demo's judge (recipes/judge-gemma270m.yaml) is the longest step of ``make demo`` on 2 cores. Loading the
+frozen base in bfloat16 (``dtype: bfloat16``, LoRA weights and optimizer still float32) and dropping LoRA dropout
+(its Bernoulli masks cost about a tenth of a bf16 step) makes a step cheaper; this says what it costs the judge.
+
+Two variants of the recipe, each trained with ``train/sft.py`` for every seed on the demo's build, then validated
+with ``eval/judge.py validate`` on the build's dev references (where settings are chosen) and on its held-out test
+references (reported, never chosen on):
+
+- ``fp32``: the recipe as it is;
+- ``bf16_nodropout``: ``dtype=bfloat16 lora_dropout=0.0``.
+
+A finished run or validation already in ``out_dir`` is reused (each run folder keeps its own run record, with the
+commit it was trained at), so the script can be rerun to collect. The variant with the higher mean dev accuracy is
+the one the rule picks. Training seconds are the Trainer's own ``train_runtime`` and compare only between runs that
+had the machine alone; bench/train_lean.py measures the per-step ratio in one invocation.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from record import bench_command, conclude
+
+from gnt.cli.command import Call
+from gnt.filenames import RUN_RECORD
+from gnt.io import read_json
+
+ROOT = Path(__file__).resolve().parent.parent
+RECIPE = "recipes/judge-gemma270m.yaml"
+VARIANTS = {"fp32": (), "bf16_nodropout": ("dtype=bfloat16", "lora_dropout=0.0")}
+SPLITS = {"dev": "judge_dev_references.jsonl", "test": "judge_references.jsonl"}
+BUILD = ("langs=it,es", "judge_langs=it,es,de,el", "train_configs=None,S", "train_shots=0", "templated_pairs=600")
+"""The demo's build flags (scripts/demo.py, profile gemma): the judge rows of it, es, de and el."""
+
+
+@dataclass
+class JudgeDtypeOptions:
+    """Seeds and where the runs go."""
+
+    seeds: list[int] = field(default_factory=lambda: [42, 1, 2], metadata={"help": "training seeds of each variant"})
+    out_dir: str = field(default="outputs/bench-judge-dtype", metadata={
+        "help": "runs, validations and the build (reused when already there)"})
+
+
+def _python(*args: str) -> None:
+    subprocess.run([sys.executable, *args], cwd=ROOT, check=True)
+
+
+def _validation(path: Path) -> dict[str, Any]:
+    report = read_json(path)
+    overall = next(r for r in report["results"] if r["lang"] == "all")
+    recall = {label: round(100 * figures["recall"], 1) for label, figures in overall["binary"]["per_label"].items()}
+    return {"accuracy": round(100 * overall["binary"]["accuracy"], 1), "recall": recall, "n": overall["binary"]["n"]}
+
+
+def _one(variant: str, seed: int, out: Path, data: Path) -> dict[str, Any]:
+    run = out / f"judge-{variant}-{seed}"
+    record_path = run / RUN_RECORD
+    if not (record_path.is_file() and read_json(record_path).get("status") == "complete"):
+        _python("train/sft.py", RECIPE, f"data_dir={data}", f"output_dir={run}", f"seed={seed}", *VARIANTS[variant])
+    record = read_json(record_path)
+    figures: dict[str, Any] = {"run": str(run), "git": record["environment"]["git"], "overrides": record["overrides"],
+                               "train_seconds": round(record["train_metrics"]["train_runtime"], 1)}
+    for split, references in SPLITS.items():
+        path = run / f"val-{split}.json"
+        if not path.is_file():
+            _python("eval/judge.py", "validate", RECIPE, f"judge_adapter={run}", f"data={data / 'eval' / references}",
+                    f"validation={path}")
+        figures[split] = _validation(path)
+    return figures
+
+
+def _mean_sd(values: list[float]) -> dict[str, float]:
+    return {"mean": round(statistics.mean(values), 2),
+            "sd": round(statistics.stdev(values), 2) if len(values) > 1 else 0.0,
+            "min": min(values), "max": max(values)}
+
+
+def _run(call: Call) -> None:
+    args = call.build(JudgeDtypeOptions)
+    out = Path(args.out_dir)
+    data = out / "data"
+    if not (data / "manifest.json").is_file():
+        _python("data/build.py", f"out_dir={data}", *BUILD)
+    runs = {variant: {str(seed): _one(variant, seed, out, data) for seed in args.seeds} for variant in VARIANTS}
+    summary = {}
+    for variant, by_seed in runs.items():
+        seeds = list(by_seed.values())
+        summary[variant] = {
+            "dev_accuracy": _mean_sd([r["dev"]["accuracy"] for r in seeds]),
+            "test_accuracy": _mean_sd([r["test"]["accuracy"] for r in seeds]),
+            "test_recall_gendered": _mean_sd([r["test"]["recall"]["GENDERED"] for r in seeds]),
+            "test_recall_neutral": _mean_sd([r["test"]["recall"]["NEUTRAL"] for r in seeds]),
+            "train_seconds": _mean_sd([r["train_seconds"] for r in seeds]),
+        }
+    chosen = max(summary, key=lambda v: summary[v]["dev_accuracy"]["mean"])
+    rows = [(f"{variant}: dev / test acc. (mean over {len(args.seeds)} seeds), train s",
+             f"{s['dev_accuracy']['mean']:.1f} / {s['test_accuracy']['mean']:.1f} / {s['train_seconds']['mean']:.0f}",
+             "") for variant, s in summary.items()]
+    figures = {"recipe": RECIPE, "variants": {v: list(o) for v, o in VARIANTS.items()}, "seeds": args.seeds,
+               "runs": runs, "summary": summary, "chosen_on_dev": chosen,
+               "choice_rule": "higher mean binary accuracy on the dev references"}
+    goals = {"held-out references": "binary accuracy >= 95%, each class's recall >= 90% (issue goal, not a choice)"}
+    missed = [f"{variant}: mean held-out accuracy {s['test_accuracy']['mean']}% < 95%"
+              for variant, s in summary.items() if s["test_accuracy"]["mean"] < 95]
+    conclude("judge_dtype", "learned judge: float32 vs bfloat16 base", rows, figures, goals, missed)
+
+
+COMMAND = bench_command(
+    __name__, __file__, "benchmark: the learned judge over a float32 or a bfloat16 base, 3 seeds, dev and held-out",
+    JudgeDtypeOptions, _run, __doc__
+)
