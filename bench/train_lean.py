@@ -2,7 +2,7 @@
 
     python bench/train_lean.py                   # Gemma 3 270M, the demo's SFT recipe, batch 8, 4 steps each
     python bench/train_lean.py --model gnt:smollm --steps 6
-    python bench/train_lean.py --recipe recipes/judge-gemma270m.yaml --steps 6     # the demo's judge training
+    python bench/train_lean.py training_recipe=recipes/judge-gemma270m.yaml steps=6   # the judge's training
 
 Four runs of the same recipe on the same rows (each in its own process, so each peak memory is its own); each
 loads the base in the dtype its name says (float32 unless ``+bf16``), whatever the recipe holds:
@@ -74,7 +74,7 @@ def _one(run: str, recipe: str, model: str, steps: int, data_dir: str, out: str)
 class TrainLeanOptions:
     """Which model, how many steps, on which data (``one`` and ``out_dir`` are a child run's)."""
 
-    recipe: str = field(default="recipes/gemma270m.yaml", metadata={
+    training_recipe: str = field(default="recipes/gemma270m.yaml", metadata={
         "help": "the SFT recipe trained (recipes/judge-gemma270m.yaml: the demo's judge on its judge rows)"})
     model: str = field(default="gnt:gemma", metadata={
         "help": "the base model of the recipe (hub id, folder or gnt:NAME)"})
@@ -89,7 +89,7 @@ class TrainLeanOptions:
 def _run(call: Call) -> None:
     args = call.build(TrainLeanOptions)
     if args.one:
-        print(json.dumps(_one(args.one, args.recipe, args.model, args.steps, args.data, args.out_dir)))
+        print(json.dumps(_one(args.one, args.training_recipe, args.model, args.steps, args.data, args.out_dir)))
         return
     with tempfile.TemporaryDirectory() as tmp:
         data = args.data
@@ -101,8 +101,9 @@ def _run(call: Call) -> None:
         results = {}
         for run in RUNS:
             done = subprocess.run(
-                [sys.executable, __file__, f"--one={run}", f"--recipe={args.recipe}", f"--model={args.model}",
-                 f"--steps={args.steps}", f"--data={data}", f"--out-dir={Path(tmp) / run.replace('+', '-')}"],
+                [sys.executable, __file__, f"--one={run}", f"--training-recipe={args.training_recipe}",
+                 f"--model={args.model}", f"--steps={args.steps}", f"--data={data}",
+                 f"--out-dir={Path(tmp) / run.replace('+', '-')}"],
                 cwd=ROOT, check=True, capture_output=True, text=True)
             results[run] = json.loads(done.stdout.strip().splitlines()[-1])
             results[run]["median_step_s"] = statistics.median(results[run]["step_seconds"][1:])
@@ -112,14 +113,15 @@ def _run(call: Call) -> None:
     rows = [(f"{run}: s/step, x plain, peak MB",
              f"{f['median_step_s']:.1f} / {f['speedup_vs_plain']:.2f} / {f['peak_rss_mb']:.0f}", "")
             for run, f in results.items()]
-    figures = {"model": args.model, "steps": args.steps, "recipe": args.recipe, "runs": results}
+    figures = {"model": args.model, "steps": args.steps, "recipe": args.training_recipe, "runs": results}
     goals = {"labelled+shared vs plain": ">= 3x faster per step, lower peak memory",
              "labelled+shared+bf16 vs labelled+shared": "faster per step (recorded as a ratio; no goal set)"}
     missed = []
     if results["labelled+shared"]["speedup_vs_plain"] < 3:
         missed.append(f"labelled+shared is only {results['labelled+shared']['speedup_vs_plain']}x plain")
-    name = "train_lean" if args.recipe == "recipes/gemma270m.yaml" else f"train_lean_{Path(args.recipe).stem}"
-    conclude(name.replace("-", "_"), f"lean training forward on CPU ({args.recipe})", rows, figures, goals, missed)
+    recipe = args.training_recipe
+    name = "train_lean" if recipe == "recipes/gemma270m.yaml" else f"train_lean_{Path(recipe).stem}"
+    conclude(name.replace("-", "_"), f"lean training forward on CPU ({recipe})", rows, figures, goals, missed)
 
 
 COMMAND = bench_command(
