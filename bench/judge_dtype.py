@@ -2,6 +2,7 @@
 
     python bench/judge_dtype.py                       # seeds 42, 1, 2; ~17 + ~12 min per seed on 2 CPU cores
     python bench/judge_dtype.py seeds=42 out_dir=outputs/bench-judge-dtype
+    python bench/judge_dtype.py variants=fp32            # the recipe as it is, over the seeds (no choice made)
 
 Why: the demo's judge (recipes/judge-gemma270m.yaml) is the longest step of ``make demo`` on 2 cores. Loading the
 frozen base in bfloat16 (``dtype: bfloat16``, LoRA weights and optimizer still float32) and dropping LoRA dropout
@@ -48,6 +49,8 @@ class JudgeDtypeOptions:
     """Seeds and where the runs go."""
 
     seeds: list[int] = field(default_factory=lambda: [42, 1, 2], metadata={"help": "training seeds of each variant"})
+    variants: list[str] = field(default_factory=lambda: list(VARIANTS), metadata={
+        "choices": tuple(VARIANTS), "help": "the variants trained and validated (one alone: no choice is made)"})
     out_dir: str = field(default="outputs/bench-judge-dtype", metadata={
         "help": "runs, validations and the build (reused when already there)"})
 
@@ -92,7 +95,7 @@ def _run(call: Call) -> None:
     data = out / "data"
     if not (data / "manifest.json").is_file():
         _python("data/build.py", f"out_dir={data}", *BUILD)
-    runs = {variant: {str(seed): _one(variant, seed, out, data) for seed in args.seeds} for variant in VARIANTS}
+    runs = {variant: {str(seed): _one(variant, seed, out, data) for seed in args.seeds} for variant in args.variants}
     summary = {}
     for variant, by_seed in runs.items():
         seeds = list(by_seed.values())
@@ -103,11 +106,11 @@ def _run(call: Call) -> None:
             "test_recall_neutral": _mean_sd([r["test"]["recall"]["NEUTRAL"] for r in seeds]),
             "train_seconds": _mean_sd([r["train_seconds"] for r in seeds]),
         }
-    chosen = max(summary, key=lambda v: summary[v]["dev_accuracy"]["mean"])
+    chosen = max(summary, key=lambda v: summary[v]["dev_accuracy"]["mean"]) if len(summary) > 1 else None
     rows = [(f"{variant}: dev / test acc. (mean over {len(args.seeds)} seeds), train s",
              f"{s['dev_accuracy']['mean']:.1f} / {s['test_accuracy']['mean']:.1f} / {s['train_seconds']['mean']:.0f}",
              "") for variant, s in summary.items()]
-    figures = {"recipe": RECIPE, "variants": {v: list(o) for v, o in VARIANTS.items()}, "seeds": args.seeds,
+    figures = {"recipe": RECIPE, "variants": {v: list(VARIANTS[v]) for v in args.variants}, "seeds": args.seeds,
                "runs": runs, "summary": summary, "chosen_on_dev": chosen,
                "choice_rule": "higher mean binary accuracy on the dev references"}
     goals = {"held-out references": "binary accuracy >= 95%, each class's recall >= 90% (issue goal, not a choice)"}
