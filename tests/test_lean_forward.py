@@ -18,13 +18,14 @@ from gnt.training.lean_forward import (
 )
 
 
-def _lora_model(model_dir: Path):
+def _lora_model(model_dir: Path, dropout: float = 0.0):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="sdpa")
     torch.manual_seed(1)  # init_lora_weights=False: non-zero B, so the adapter changes the forward
-    config = LoraConfig(r=8, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"], init_lora_weights=False)
+    config = LoraConfig(r=8, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"], init_lora_weights=False,
+                        lora_dropout=dropout)
     return get_peft_model(model, config)
 
 
@@ -80,6 +81,45 @@ def test_shared_prefix_is_not_used_where_rows_share_too_little(tiny_model_dir: P
     padded = mask.clone()
     padded[0, 5] = 0
     assert shared_prefix_length(ids, padded) == 5  # a padded position ends the shared prefix
+
+
+def test_a_training_batch_that_shares_too_little_is_checkpointed_with_the_plain_gradients(
+        tiny_model_dir: Path) -> None:
+    """The mixed batches at an epoch's end carry whole prompts: their layers recompute activations in the backward
+    pass instead of keeping them, and LoRA dropout draws the same masks, so the gradients are the plain ones."""
+    ids, mask, labels = _batch(prefix=4)  # 4 shared tokens: too few to share
+
+    def run(patched: bool) -> tuple[float, dict, int, list]:
+        model = _lora_model(tiny_model_dir, dropout=0.3)
+        if patched:
+            share_prompt_prefix(model)
+        layers = model.get_base_model().model.layers
+        mlp_calls = []
+        for layer in layers:
+            layer.mlp.register_forward_pre_hook(lambda *_: mlp_calls.append(1))
+        torch.manual_seed(7)
+        loss, grads = _loss_and_grads(model, ids, mask, labels)
+        return loss, grads, len(mlp_calls), [layer.gradient_checkpointing for layer in layers]
+
+    plain_loss, plain_grads, plain_calls, _ = run(patched=False)
+    loss, grads, calls, flags = run(patched=True)
+    assert plain_calls > 0 and calls == 2 * plain_calls  # every layer ran again in the backward pass ...
+    assert not any(flags)  # ... and runs plainly again afterwards
+    assert loss == pytest.approx(plain_loss, abs=1e-6)
+    assert grads.keys() == plain_grads.keys() and grads
+    for name, grad in plain_grads.items():
+        assert torch.allclose(grads[name], grad, atol=1e-6, rtol=1e-5), name
+
+    model = _lora_model(tiny_model_dir)
+    share_prompt_prefix(model)
+    model.eval()
+    layers = model.get_base_model().model.layers
+    evaluated: list[int] = []
+    for layer in layers:
+        layer.mlp.register_forward_pre_hook(lambda *_: evaluated.append(1))
+    with torch.no_grad():  # no backward pass to recompute for: evaluation runs plainly
+        model(input_ids=ids, attention_mask=mask)
+    assert len(evaluated) == len(layers)
 
 
 def test_labelled_positions_only_scores_fewer_positions_with_the_same_loss(tiny_model_dir: Path,

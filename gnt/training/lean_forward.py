@@ -23,6 +23,7 @@ import random
 import types
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from gnt.training.data import GROUP_FIELD, TARGET_LABEL
@@ -68,6 +69,35 @@ def _cache_of(output: Any) -> Any:
     return cache if cache is not None else getattr(output, "past_key_values", None)
 
 
+@contextmanager
+def checkpointed_layers(backbone: Any) -> Iterator[int]:
+    """Checkpoint the decoder layers of ``backbone`` for the forward passes run inside the block; yields how many.
+
+    Each layer keeps only its input and recomputes its activations during the backward pass (non-reentrant
+    ``torch.utils.checkpoint``, which replays the random state, so LoRA dropout draws the same masks): the
+    gradients are those of the plain forward, for about a third more compute on these batches. The recompute
+    needs no flag, so the layers go back to running plainly when the block ends, before the backward pass.
+    """
+    from functools import partial
+
+    from torch.utils.checkpoint import checkpoint
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    layers = [m for m in backbone.modules() if isinstance(m, GradientCheckpointingLayer)]
+    keys = ("gradient_checkpointing", "_gradient_checkpointing_func")
+    before = [{key: layer.__dict__[key] for key in keys if key in layer.__dict__} for layer in layers]
+    for layer in layers:
+        layer.gradient_checkpointing = True
+        layer._gradient_checkpointing_func = partial(checkpoint, use_reentrant=False)  # type: ignore[assignment]
+    try:
+        yield len(layers)
+    finally:
+        for layer, saved in zip(layers, before, strict=True):
+            for key in keys:
+                layer.__dict__.pop(key, None)
+            layer.__dict__.update(saved)
+
+
 def share_prompt_prefix(model: Any, min_tokens: int = MIN_SHARED_TOKENS) -> Any:
     """Patch the backbone of ``model`` (a causal LM, PEFT-wrapped or not) so a batch whose rows share a prefix of at
     least ``min_tokens`` tokens computes it once. Returns the patched backbone.
@@ -75,7 +105,10 @@ def share_prompt_prefix(model: Any, min_tokens: int = MIN_SHARED_TOKENS) -> Any:
     The patched forward falls back to the original one whenever it could not be exact or would not help: a single
     row, embeddings passed instead of ids, a cache or explicit positions given, hidden states or attentions
     requested, activation checkpointing on (it disables the cache the prefix is handed over in), or a shared
-    prefix shorter than ``min_tokens`` or covering the whole batch.
+    prefix shorter than ``min_tokens`` or covering the whole batch. A training batch that falls back only because
+    its rows share too little (the mixed batches :class:`PromptGroupedSampler` puts at the end of an epoch) runs
+    under :func:`checkpointed_layers`: every row then carries its whole prompt through the backbone, and keeping
+    all of their activations would make those few batches the run's memory peak.
     """
     import torch
 
@@ -98,7 +131,10 @@ def share_prompt_prefix(model: Any, min_tokens: int = MIN_SHARED_TOKENS) -> Any:
         )
         shared = 0 if plain else shared_prefix_length(input_ids, attention_mask)
         if shared < min_tokens or shared >= input_ids.shape[1]:
-            return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+            if plain or not (self.training and torch.is_grad_enabled()):
+                return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+            with checkpointed_layers(self):  # rows of several groups: bounded memory, the same gradients
+                return original(input_ids=input_ids, attention_mask=attention_mask, **{**kwargs, "use_cache": False})
         rows, length = input_ids.shape
         kwargs = {k: v for k, v in kwargs.items() if k not in ("use_cache", "cache", "past_key_values", "position_ids")}
         head = original(input_ids=input_ids[:1, :shared],
@@ -336,7 +372,7 @@ def make_lean(trainer: Any, share_prefix: bool, balance_labels: bool = False,
     trainer._get_train_sampler = lambda train_dataset=None: sampler
     if share_prefix:
         share_prompt_prefix(trainer.model)
-        applied.update(shared_prefix=True, rows_in_single_cell_batches=round(
+        applied.update(shared_prefix=True, unshared_batches_checkpointed=True, rows_in_single_cell_batches=round(
             shared_rows_fraction(groups, args.per_device_train_batch_size), 3))
     if labels is not None:
         balanced = sum(len(batch) for batch in sampler.batches() if is_balanced([labels[i] for i in batch]))
