@@ -97,6 +97,24 @@ def test_model_and_adapter_identities_are_content_hashes(tiny_model_dir: Path, e
     assert one != two and len(one) == 16
 
 
+def test_an_adapter_keeps_its_identity_whatever_order_its_target_modules_were_written_in(
+        eval_tiny_run: Path, tmp_path: Path) -> None:
+    """PEFT writes target_modules (a set) in a per-process order: the same adapter trained twice is one identity."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(eval_tiny_run / "checkpoint-1", copy)
+    config_file = copy / "adapter_config.json"
+    config = json.loads(config_file.read_text())
+    assert len(config["target_modules"]) > 1
+    config["target_modules"] = list(reversed(config["target_modules"]))
+    config_file.write_text(json.dumps(config, indent=4))  # another order and layout, the same meaning
+    assert adapter_weights_hash(copy) == adapter_weights_hash(eval_tiny_run / "checkpoint-1")
+    config["r"] = config["r"] * 2
+    config_file.write_text(json.dumps(config))
+    assert adapter_weights_hash(copy) != adapter_weights_hash(eval_tiny_run / "checkpoint-1")
+
+
 # ---- vLLM: exact engine arguments and per-request parameters, against a stand-in module ----------------------
 
 

@@ -34,12 +34,32 @@ def adapter_weights_hash(path: str | Path, length: int = 16) -> str:
     digest = hashlib.sha256()
     for name in ADAPTER_FILES:
         file = path / name
-        if file.is_file():
-            digest.update(name.encode() + b"\0")
-            with open(file, "rb") as handle:
-                for block in iter(lambda h=handle: h.read(1 << 20), b""):
-                    digest.update(block)
+        if not file.is_file():
+            continue
+        digest.update(name.encode() + b"\0")
+        if name == "adapter_config.json":
+            digest.update(_canonical_config(file))
+            continue
+        with open(file, "rb") as handle:
+            for block in iter(lambda h=handle: h.read(1 << 20), b""):
+                digest.update(block)
     return digest.hexdigest()[:length]
+
+
+def _canonical_config(file: Path) -> bytes:
+    """An adapter config as it means, not as it was written: PEFT keeps ``target_modules`` as a set and writes it in
+    an order that changes with each process's string hashing, so the same adapter trained twice would otherwise get
+    two identities (and miss every cache). Keys are sorted too; a file that is not JSON is taken byte for byte."""
+    import json
+
+    raw = file.read_bytes()
+    try:
+        config = json.loads(raw)
+    except ValueError:
+        return raw
+    if isinstance(config, dict) and isinstance(config.get("target_modules"), list):
+        config["target_modules"] = sorted(config["target_modules"], key=str)
+    return json.dumps(config, sort_keys=True, ensure_ascii=False).encode()
 
 
 def _file_fingerprint(file: Path, digest) -> None:
