@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from record import bench_command, conclude
+from record import bench_command, conclude, module_at
 
 from gnt.alignment.stage_choice import StageRule, delta, model_figures
 from gnt.cli.command import Call
@@ -42,7 +42,8 @@ from gnt.evaluation.discovery import adapter_name
 from gnt.io import read_json
 
 ROOT = Path(__file__).resolve().parent.parent
-BUILD = ("langs=it,es", "judge_langs=it,es,de,el", "train_configs=None,S", "train_shots=0", "templated_pairs=600")
+BUILD = module_at(ROOT / "scripts" / "demo.py", "gnt_demo").MODELS["gemma"].build
+"""The demo's build flags (scripts/demo.py, profile gemma): its translation rows and the judge rows of it, es, de, el."""
 JUDGE, SFT, ONPOLICY, EVAL = ("recipes/judge-gemma270m.yaml", "recipes/gemma270m.yaml", "recipes/gemma270m-onpolicy.yaml",
                               "recipes/eval-gemma270m.yaml")
 SAME_LABEL = ("pairing=same_label", "prompts_per_round=192", "dpo.max_steps=16", "dpo.save_steps=16")

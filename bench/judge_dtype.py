@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from record import bench_command, conclude
+from record import bench_command, conclude, module_at
 
 from gnt.cli.command import Call
 from gnt.filenames import RUN_RECORD
@@ -40,8 +40,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RECIPE = "recipes/judge-gemma270m.yaml"
 VARIANTS = {"fp32": (), "bf16_nodropout": ("dtype=bfloat16", "lora_dropout=0.0")}
 SPLITS = {"dev": "judge_dev_references.jsonl", "test": "judge_references.jsonl"}
-BUILD = ("langs=it,es", "judge_langs=it,es,de,el", "train_configs=None,S", "train_shots=0", "templated_pairs=600")
-"""The demo's build flags (scripts/demo.py, profile gemma): the judge rows of it, es, de and el."""
+BUILD = module_at(ROOT / "scripts" / "demo.py", "gnt_demo").MODELS["gemma"].build
+"""The demo's build flags (scripts/demo.py, profile gemma): its translation rows and the judge rows of it, es, de, el."""
 
 
 @dataclass

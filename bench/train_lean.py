@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from record import bench_command, conclude
+from record import bench_command, conclude, module_at
 
 from gnt.cli.command import Call
 
@@ -95,9 +95,9 @@ def _run(call: Call) -> None:
         data = args.data
         if data is None:
             data = str(Path(tmp) / "data")
-            subprocess.run([sys.executable, "data/build.py", f"out_dir={data}", "langs=it,es",
-                            "judge_langs=it,es,de,el", "train_configs=None,S", "train_shots=0",
-                            "templated_pairs=600"], cwd=ROOT, check=True, capture_output=True)
+            build = module_at(ROOT / "scripts" / "demo.py", "gnt_demo").MODELS["gemma"].build
+            subprocess.run([sys.executable, "data/build.py", f"out_dir={data}", *build], cwd=ROOT, check=True,
+                           capture_output=True)
         results = {}
         for run in RUNS:
             done = subprocess.run(

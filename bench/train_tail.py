@@ -33,14 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from record import bench_command, conclude
+from record import bench_command, conclude, module_at
 
 from gnt.cli.command import Call
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ("plain", "checkpointed")
-BUILD = ("langs=it,es", "judge_langs=it,es,de,el", "train_configs=None,S", "train_shots=0", "templated_pairs=600")
-"""The demo's build flags (scripts/demo.py, profile gemma)."""
+BUILD = module_at(ROOT / "scripts" / "demo.py", "gnt_demo").MODELS["gemma"].build
+"""The demo's build flags (scripts/demo.py, profile gemma): its translation rows and the judge rows of it, es, de, el."""
 
 
 def _high_water_mb() -> float:
