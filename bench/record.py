@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -36,6 +38,17 @@ def module_at(path: Path, name: str) -> ModuleType:
     sys.modules[name] = module  # dataclasses resolve their module by name while the file runs
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
+
+
+def run_variant(script: str, variant: str, *options: str) -> dict[str, Any]:
+    """Run one variant of a benchmark script in its own process (``--one=VARIANT`` and ``options``), so that its
+    peak memory is its own, and return the JSON object the last line of its output holds."""
+    done = subprocess.run([sys.executable, script, f"--one={variant}", *options], cwd=TESTS_DIR.parent,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise SystemExit(f"{Path(script).name}: variant {variant} failed (exit status {done.returncode}): {why}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def machine() -> dict[str, Any]:

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from record import bench_command, conclude, module_at
+from record import bench_command, conclude, module_at, run_variant
 
 from gnt.cli.command import Call
 
@@ -100,12 +100,9 @@ def _run(call: Call) -> None:
                            capture_output=True)
         results = {}
         for run in RUNS:
-            done = subprocess.run(
-                [sys.executable, __file__, f"--one={run}", f"--training-recipe={args.training_recipe}",
-                 f"--model={args.model}", f"--steps={args.steps}", f"--data={data}",
-                 f"--out-dir={Path(tmp) / run.replace('+', '-')}"],
-                cwd=ROOT, check=True, capture_output=True, text=True)
-            results[run] = json.loads(done.stdout.strip().splitlines()[-1])
+            results[run] = run_variant(__file__, run, f"--training-recipe={args.training_recipe}",
+                                       f"--model={args.model}", f"--steps={args.steps}", f"--data={data}",
+                                       f"--out-dir={Path(tmp) / run.replace('+', '-')}")
             results[run]["median_step_s"] = statistics.median(results[run]["step_seconds"][1:])
     plain = results["plain"]["median_step_s"]
     for figures in results.values():

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from record import bench_command, conclude, module_at
+from record import bench_command, conclude, module_at, run_variant
 
 from gnt.cli.command import Call
 
@@ -73,6 +73,10 @@ def _one(run: str, recipe: str, rows: int, data_dir: str, out: str) -> dict[str,
     groups = trainer.train_dataset[GROUP_FIELD]
     batches = trainer._get_train_sampler().batches()  # epoch 0: the order the first epoch trains in
     mixed = [len({groups[i] for i in batch}) > 1 for batch in batches]
+    if sum(not m for m in mixed) < 2 or not any(mixed):
+        raise SystemExit(f"rows={rows} gives {sum(not m for m in mixed)} one-group and {sum(mixed)} mixed batches in "
+                         "an epoch: this compares the two, so it needs at least 2 of the first and 1 of the second "
+                         "(try more rows)")
     trainer.args.max_steps = len(batches)
     stamps: list[float] = []
     marks: list[float] = []
@@ -132,11 +136,8 @@ def _run(call: Call) -> None:
                            capture_output=True)
         results = {}
         for run in RUNS:
-            done = subprocess.run(
-                [sys.executable, __file__, f"--one={run}", f"--training-recipe={args.training_recipe}",
-                 f"--rows={args.rows}", f"--data={data}", f"--out-dir={Path(tmp) / run}"],
-                cwd=ROOT, check=True, capture_output=True, text=True)
-            results[run] = json.loads(done.stdout.strip().splitlines()[-1])
+            results[run] = run_variant(__file__, run, f"--training-recipe={args.training_recipe}",
+                                       f"--rows={args.rows}", f"--data={data}", f"--out-dir={Path(tmp) / run}")
         difference = _adapter_difference(Path(tmp) / "plain", Path(tmp) / "checkpointed")
     plain, kept = results["plain"], results["checkpointed"]
     rows = [(f"{run}: peak MB after the shared / after the mixed batches",
