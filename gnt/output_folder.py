@@ -107,9 +107,16 @@ def source_tree(path: Path) -> Path | None:
     return None
 
 
+def _bookkeeping(name: str) -> bool:
+    """A bookkeeping file, or one being written: an atomic write fills ``.NAME.XXXX`` beside ``NAME`` first, so a
+    second process claiming the folder while the first writes the marker (two evaluation shards started together)
+    must not take that file for one of the user's."""
+    return name in BOOKKEEPING or any(name.startswith(f".{kept}.") for kept in BOOKKEEPING)
+
+
 def contents(folder: Path) -> list[str]:
     """What a folder holds, bookkeeping left out, sorted (names of its entries)."""
-    return sorted(p.name for p in folder.iterdir() if p.name not in BOOKKEEPING)
+    return sorted(p.name for p in folder.iterdir() if not _bookkeeping(p.name))
 
 
 def check_output_folder(path: str | Path, kind: str, key: str = "out_dir", *, replaced_whole: bool = False) -> Path:

@@ -151,6 +151,14 @@ def test_the_output_folder_rule_accepts_new_empty_and_own_folders(tmp_path: Path
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / ".gnt-run.lock").write_text("", encoding="utf-8")  # bookkeeping: still empty
     check_output_folder(tmp_path / "empty", "dpo")
+    racing = tmp_path / "racing"  # another process is writing the marker right now (its atomic write's temp file)
+    racing.mkdir()
+    (racing / f".{MARKER}.k2j9x1").write_text("{", encoding="utf-8")
+    assert claim_output_folder(racing, "results") == racing.resolve()
+    (tmp_path / "user").mkdir()
+    (tmp_path / "user" / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(OutputFolderError, match="did not write"):
+        check_output_folder(tmp_path / "user", "results")
     with pytest.raises(OutputFolderError, match="holds an SFT run"):
         check_output_folder(tmp_path / "new" / "run", "report")
     legacy = tmp_path / "old-report"  # written before the marker existed: recognised by its files
