@@ -6,9 +6,12 @@ decodes the JSON reply token by token under the schema. Both run here on the sam
 the judge adapter merged into it when one is given), the same prompts (the learned judge's compact prompt of the format,
 no exemplars) and the same items: the Ref-G and Ref-N references of the bundled sample, every language, as long
 as real translations. Each timed run starts from an empty judgment cache; generation is timed on a subset (it is
-the slow side) and both are reported as judgments per second. The verdicts of the two are compared as a check
-that they judge the same thing (with a trained adapter they should mostly agree; with the bare base model they
-are noise, and only the speed means something).
+the slow side) and both are reported as judgments per second. A third timing bounds the speedup any one-pass
+scorer can reach: the same generation requests stopped after their first token (the prompt pass and one
+constrained step). Label scoring costs at least that prompt pass, so generation's time over it is the most scoring
+could gain over this generation; ``decoded_tokens_per_item`` says what the rest of generation's time decodes. The
+verdicts of the two are compared as a check that they judge the same thing (with a trained adapter they should
+mostly agree; with the bare base model they are noise, and only the speed means something).
 
     python bench/learned_judge_throughput.py [adapter=runs/judge-gemma270m] [items=192] [generated=48]
 """
@@ -76,6 +79,25 @@ def judged(backend: Any, scoring: bool, items: list, fmt: str) -> tuple[float, l
     return time.perf_counter() - started, results
 
 
+def prompt_pass(backend: Any, items: list, fmt: str) -> tuple[float, float]:
+    """Seconds to run the generation requests of ``items`` stopped after one new token (their prompt pass and
+    one constrained step), and the mean number of tokens full generation decodes per item."""
+    from dataclasses import replace
+
+    from gnt.judge.llm_judge import JudgeCache, JudgeSettings, LLMJudge
+    from gnt.judge.training_rows import LEARNED_PROMPTS_DIR
+
+    settings = JudgeSettings(format=fmt, label_scoring=False, n_exemplars=0, max_new_tokens=24,
+                             prompts_dir=str(LEARNED_PROMPTS_DIR), chunk_size=len(items))
+    judge = LLMJudge(backend, settings, JudgeCache())
+    full = [judge.request(item, 0) for item in items]
+    decoded = [g.n_tokens or 0 for g in backend.generate(full)]
+    first = [replace(r, params=replace(r.params, max_new_tokens=1)) for r in full]
+    started = time.perf_counter()
+    backend.generate(first)
+    return time.perf_counter() - started, sum(decoded) / max(1, len(decoded))
+
+
 def _run(call: Call) -> None:
     args = call.build(LearnedJudgeThroughputOptions)
     from gnt.generation.transformers_backend import TransformersBackend
@@ -87,18 +109,22 @@ def _run(call: Call) -> None:
     subset = items[: args.generated]
     judged(backend, True, items[:8], args.format)  # warm-up: model load, kernels, grammar compiler
     judged(backend, False, items[:4], args.format)
-    scoring_rates, generation_rates, agreements, errors = [], [], [], 0
+    scoring_rates, generation_rates, prompt_rates, agreements, errors = [], [], [], [], 0
+    decoded = 0.0
     for repeat in range(args.repeats):
         seconds, scored = judged(backend, True, items, args.format)
         scoring_rates.append(len(items) / seconds)
         seconds, generated = judged(backend, False, subset, args.format)
         generation_rates.append(len(subset) / seconds)
+        seconds, decoded = prompt_pass(backend, subset, args.format)
+        prompt_rates.append(len(subset) / seconds)
         errors += sum(not j.ok for j in scored) + sum(not j.ok for j in generated)
         pairs = [(a.label, b.label) for a, b in zip(scored, generated, strict=False) if a.ok and b.ok]
         agreements.append(sum(a == b for a, b in pairs) / max(1, len(pairs)))
-        print(f"  repeat {repeat + 1}: scoring {scoring_rates[-1]:.1f}/s, generation {generation_rates[-1]:.2f}/s",
-              flush=True)
+        print(f"  repeat {repeat + 1}: scoring {scoring_rates[-1]:.1f}/s, generation {generation_rates[-1]:.2f}/s, "
+              f"generation's prompt pass {prompt_rates[-1]:.1f}/s", flush=True)
     scoring, generation = statistics.median(scoring_rates), statistics.median(generation_rates)
+    prompt_only = statistics.median(prompt_rates)
     labels = sorted({j.label for j in scored if j.ok})
     figures: dict[str, Any] = {
         "model": args.model,
@@ -111,6 +137,9 @@ def _run(call: Call) -> None:
         "scoring_judgments_per_s": round(scoring, 2),
         "generation_judgments_per_s": round(generation, 3),
         "speedup": round(scoring / generation, 1),
+        "generation_prompt_pass_judgments_per_s": round(prompt_only, 2),
+        "speedup_bound_one_pass": round(prompt_only / generation, 1),
+        "decoded_tokens_per_item": round(decoded, 1),
         "agreement_scoring_vs_generation": round(statistics.median(agreements), 3),
         "labels_scored": labels,
         "judge_errors": errors,
@@ -123,6 +152,10 @@ def _run(call: Call) -> None:
         ("label scoring: judgments/s", figures["scoring_judgments_per_s"], ">= 20"),
         ("generation (JSON schema): judgments/s", figures["generation_judgments_per_s"], "baseline"),
         ("speedup", figures["speedup"], ">= 10"),
+        ("generation stopped after its first token: judgments/s", figures["generation_prompt_pass_judgments_per_s"],
+         "the prompt pass"),
+        ("most a one-pass scorer can gain over this generation", figures["speedup_bound_one_pass"], "a bound"),
+        ("tokens full generation decodes per item", figures["decoded_tokens_per_item"], "JSON reply"),
         ("agreement of the two verdicts", figures["agreement_scoring_vs_generation"], "a check, no goal"),
         ("judge errors", errors, "0"),
     ]
