@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from gnt.cli.evaluate import load_eval_config
-from gnt.evaluation.discovery import discover_models
+from gnt.evaluation.discovery import ModelUnderTest, discover_models
+from gnt.evaluation.rows import load_rows
+from gnt.generation.base import Adapter
 from gnt.paths import RECIPES_DIR
 from gnt.recipe import RecipeError
 
@@ -233,3 +236,24 @@ def test_keys_carry_their_choices_and_help_for_the_generated_usage() -> None:
     assert EVAL.keys["system_role"].choices == stage_schema("sft").keys["system_role"].choices == ("auto", "keep", "merge")
     assert EVAL.keys["backend"].choices == ("transformers", "vllm", "http")
     assert EVAL.keys["bootstrap_samples"].default == DEFAULT_SAMPLES and "bootstrap" in EVAL.keys["bootstrap_samples"].help
+
+
+def _model_on(name: str, data_dir: Path) -> ModelUnderTest:
+    return ModelUnderTest(name, "base", Adapter(name, "/nowhere", "h"), "adapter", run_record={"data_dir": str(data_dir)})
+
+
+def test_runs_from_copies_of_one_build_are_scored_together_and_different_builds_are_refused(
+        tmp_path: Path, eval_data_dir: Path) -> None:
+    """A run record keeps the absolute data path it trained from, so a copied outputs folder names the same build at
+    two places: that is one build (same held-out rows); a build whose held-out rows differ is still refused."""
+    config = load_eval_config(RECIPES_DIR / "eval-tiny.yaml", [("out_dir", str(tmp_path / "out"))])
+    copy = tmp_path / "copied" / "data"
+    shutil.copytree(eval_data_dir, copy)
+    held_out = load_rows(config, [_model_on("sft", eval_data_dir), _model_on("dpo", copy)])
+    assert held_out.entries and held_out.info["data_dir"] in {str(eval_data_dir.resolve()), str(copy.resolve())}
+    assert len(held_out.info["same_rows_in"]) == 1
+
+    rows = copy / "eval" / "mgente_test.jsonl"
+    rows.write_text("".join(rows.read_text(encoding="utf-8").splitlines(keepends=True)[1:]), encoding="utf-8")
+    with pytest.raises(RecipeError, match="different data builds.*held-out test rows differ"):
+        load_rows(config, [_model_on("sft", eval_data_dir), _model_on("dpo", copy)])

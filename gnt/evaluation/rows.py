@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from gnt.evaluation.config import EvalConfig
 from gnt.evaluation.discovery import ModelUnderTest
 from gnt.evaluation.preference import pairs_path, select_pairs
 from gnt.filenames import DRAWN_FROM, MANIFEST
-from gnt.io import read_json, read_json_or_none, read_jsonl, sha256_file
+from gnt.io import hash_json, read_json, read_json_or_none, read_jsonl, sha256_file
 from gnt.paths import JUDGE_DIR
 from gnt.prompts.grid import PromptGrid
 from gnt.recipe import RecipeError
@@ -56,6 +57,20 @@ def drawn_from(folder: Path) -> Path | None:
     manifest = read_json_or_none(folder / MANIFEST)
     build = manifest.get(DRAWN_FROM) if isinstance(manifest, dict) else None
     return Path(build) if isinstance(build, str) else None
+
+
+def held_out_identity(data_dir: Path, split: str, origins: Sequence[str], preference: bool) -> str:
+    """What a sweep reads from a data build, as one hash: the held-out rows of ``split`` per origin, the build's dev
+    keys and (``preference``) its held-out pairs. Runs whose builds agree on it are scored on the same rows wherever
+    the builds lie: a copied or moved outputs folder (a run record keeps the absolute path it was trained from)
+    is the same build, not another one."""
+    manifest = read_json_or_none(data_dir / MANIFEST)
+    keys = manifest.get("source_keys", {}).get(split, []) if isinstance(manifest, dict) and split == "dev" else []
+    files = [data_dir / split_rows(split, origin) for origin in origins]
+    if preference:
+        files.append(pairs_path(data_dir, split))
+    parts = {str(f.relative_to(data_dir)): sha256_file(f) if f.is_file() else None for f in files}
+    return hash_json({"files": parts, "dev_keys": keys})
 
 
 def _resolve_data_dir(model: ModelUnderTest) -> Path:
@@ -105,14 +120,18 @@ def load_rows(config: EvalConfig, models: list[ModelUnderTest]) -> HeldOut:
             raise RecipeError(
                 "no rows to evaluate: the models name no data build; give mgente= (a folder, a TSV or FBK-MT/mGeNTE)"
             )
-        if len(data_dirs) > 1:
+        origins = ("mgente", "templated") if config.templated_rows else ("mgente",)
+        builds: dict[str, list[str]] = defaultdict(list)
+        for found in data_dirs:
+            builds[held_out_identity(Path(found), config.split, origins, config.preference)].append(found)
+        if len(builds) > 1:
             raise RecipeError(
-                f"the runs were trained on different data builds ({', '.join(data_dirs)}); evaluate them in separate "
-                "sweeps, or give mgente= to score all on the same rows"
+                f"the runs were trained on different data builds ({'; '.join(' = '.join(d) for d in builds.values())}"
+                f"): their held-out {config.split} rows differ; evaluate them in separate sweeps, or give mgente= to "
+                "score all on the same rows"
             )
         data_dir = Path(data_dirs[0])
         pairs_file = pairs_path(data_dir, config.split)
-        origins = ("mgente", "templated") if config.templated_rows else ("mgente",)
         entries, files = [], {}
         for origin in origins:
             path = data_dir / split_rows(config.split, origin)
@@ -129,6 +148,8 @@ def load_rows(config: EvalConfig, models: list[ModelUnderTest]) -> HeldOut:
             pairs = read_jsonl(pairs_file) if pairs_file.is_file() else []
         info = {"source": str(data_dir / split_rows(config.split)), "sha256": files[str(data_dir / split_rows(config.split))],
                 "data_dir": str(data_dir), "split": config.split, "files": files}
+        if len(data_dirs) > 1:
+            info["same_rows_in"] = data_dirs[1:]
     entries = limit_per_lang(entries, config.rows_per_lang)
     if not entries:
         raise RecipeError(f"no rows for languages {', '.join(config.langs)} in {info['source']}")

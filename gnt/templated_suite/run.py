@@ -60,7 +60,7 @@ from gnt.evaluation.leakage import LeakageStatus, guard_leakage
 from gnt.evaluation.results import cache_path, model_dir
 from gnt.filenames import METRICS, RECORD, SUMMARY, TEMPLATED_OUTPUTS, TEMPLATED_SUITE
 from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationRequest
-from gnt.io import read_json, sha256_text, write_json, write_jsonl, write_text_atomic
+from gnt.io import read_json, sha256_file, sha256_text, write_json, write_jsonl, write_text_atomic
 from gnt.output_format import extract, output_regex
 from gnt.prompts.grid import CONFIGS, SHOT_COUNTS, Cell, PromptGrid
 from gnt.recipe import RecipeError, RecipeSchema, resolve_recipe, split_by_owner
@@ -195,7 +195,7 @@ def load_suite(config: SuiteConfig, evaluation: EvalConfig, models: Sequence[Mod
             candidates = [Path(data_dir)] + [r / data_dir for r in runs] + [r.parent / data_dir for r in runs]
             found += [c / SUITE_FILE for c in candidates if (c / SUITE_FILE).is_file()][:1]
         found = sorted({str(Path(p).resolve()) for p in found})
-        if len(found) > 1:
+        if len({sha256_file(Path(p)) for p in found}) > 1:  # the same suite copied elsewhere is the same suite
             raise RecipeError(
                 f"the runs were trained on different data builds ({', '.join(found)}); give one suite= for all"
             )
