@@ -56,6 +56,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "same_label_lr5e-5": (*SAME_LABEL, "dpo.learning_rate=5e-5"),
     "mgente_same_label": MGENTE_SAME_LABEL,
     "mgente_sft": (*MGENTE_SAME_LABEL, "dpo.loss_type=[sigmoid,sft]", "dpo.loss_weights=[1.0,1.0]"),
+    "mgente_verdict": ("templated=false", "pairing=verdict", "prompts_per_round=128", "dpo.max_steps=8",
+                       "dpo.save_steps=8", "dpo.learning_rate=5e-5", "dpo.loss_type=[sigmoid,sft]",
+                       "dpo.loss_weights=[1.0,1.0]"),
 }
 """On-policy settings tried, as overrides of recipes/gemma270m-onpolicy.yaml (its own: 64 prompts x 4 samples at
 temperature 0.8, the three rewards, best against worst of all samples, 8 DPO steps of 8 pairs at 5e-5). The
@@ -66,9 +69,13 @@ its Set-N neutral rewrites back (read from its pair files). ``mgente_sft`` adds 
 translation to the DPO loss (TRL's ``sft`` loss beside ``sigmoid``, equal weights): in the mgente_same_label run at
 3d08d6a one seed's aligned model, trained four epochs over its 34 pairs, stopped ending its answers, and the
 likelihood of the chosen samples (each one ends its answer) is what that term holds up. It shares
-mgente_same_label's samples and verdicts. A run tries :data:`TRIED_NOW`; the record keeps what earlier runs tried
+mgente_same_label's samples and verdicts. ``mgente_verdict`` pairs those same samples by the judge's verdict
+(``pairing: verdict``: both sides adequate with the right label, one the judge accepts against one it rejects) with
+the same supervised term, 8 steps: in the mgente_same_label run at 3d08d6a most pairs set a good translation
+against a broken one, and only 8 to 22 prompts per seed gave a Set-N neutral rewrite beside an adequate gendered
+one. A run tries :data:`TRIED_NOW`; the record keeps what earlier runs tried
 (``earlier``)."""
-TRIED_NOW = ["mgente_sft"]
+TRIED_NOW = ["mgente_verdict"]
 TESTS = {"gnt_n_adequate": ("gnt_accuracy_adequate", "Set-N"), "label_bal": ("label_balanced_accuracy", None),
          "chrf": ("chrf", None), "label_g": ("label_accuracy", "Set-G"), "label_n": ("label_accuracy", "Set-N")}
 GOALS = {

@@ -73,6 +73,20 @@ def test_same_label_pairs_differ_in_the_translation_only() -> None:
     assert (counts.pairs, counts.too_few_right_labels, counts.ties) == (1, 1, 0)
 
 
+def test_verdict_pairs_set_an_accepted_translation_against_a_rejected_one_both_adequate() -> None:
+    spec = RewardSpec({"label": 1.0, "judge": 1.0, "adequacy": 1.0})
+    good = _sample(SET_N, "<it> **NEUTRAL** [La cittadinanza è preoccupata.]", "NEUTRAL")
+    masc = _sample(SET_N, "<it> **NEUTRAL** [I cittadini sono preoccupati.]", "WRONGLY GENDERED")
+    junk = _sample(SET_N, "<it> **NEUTRAL** [Roma è bella.]", "WRONGLY GENDERED")
+    wrong_label = _sample(SET_N, "<it> **GENDERED** [I cittadini sono preoccupati.]", "WRONGLY GENDERED")
+    groups = [[spec.score(s) for s in group] for group in ([junk, good, masc], [good, junk, wrong_label], [good, good])]
+    total, _ = pair_groups(groups)
+    assert total[0][2].sample.text == junk.text, "best against worst: a broken translation is the rejected one"
+    pairs, counts = pair_groups(groups, "verdict")
+    assert [(i, best.sample.text, worst.sample.text) for i, best, worst in pairs] == [(0, good.text, masc.text)]
+    assert (counts.pairs, counts.no_verdict_contrast, counts.ties, counts.all_bad) == (1, 2, 0, 0)
+
+
 def _config(tmp_path: Path, run: Path, data: Path, **keys: object) -> OnPolicyConfig:
     values = dict(policy=str(run / "checkpoint-2"), data_dir=str(data), output_dir=str(tmp_path / "onpolicy"),
                   samples_per_prompt=2, prompts_per_round=6, max_new_tokens=24, temperature=1.0, top_p=1.0,
@@ -90,6 +104,7 @@ def _config(tmp_path: Path, run: Path, data: Path, **keys: object) -> OnPolicyCo
     ({"rewards": {"judge": 1.0}}, "the judge reward needs judge"),
     ({"dpo": {"output_dir": "x"}}, "set per round by train/onpolicy.py"),
     ({"pairing": "same_label", "rewards": {"adequacy": 1.0}}, "pairing: same_label keeps the samples whose label"),
+    ({"pairing": "verdict", "rewards": {"label": 1.0}}, "pairing: verdict .* add adequacy, judge to rewards"),
 ])
 def test_bad_input_is_one_error_before_any_sampling(tmp_path: Path, eval_tiny_run: Path, eval_data_dir: Path,
                                                     keys: dict, message: str) -> None:

@@ -14,7 +14,12 @@ here are the model's own outputs. A round:
    samples whose label is right for the set compete, so chosen and rejected open with the same label token and
    differ in the translation alone: DPO's log-ratios of the shared label cancel, and the pairs teach the rewrite
    without moving the decision (which pairs across labels pull toward one label: docs/alignment.md). A group with
-   fewer than two such samples gives no pair, counted too. Pairs are written as DPO rows carrying
+   fewer than two such samples gives no pair, counted too. With ``pairing: verdict`` only the samples with the
+   right label and an adequate translation compete, and a pair is the best-scoring (chrF++) one the judge accepts
+   against the best-scoring one it rejects: both adequate, same label, differing in what the judge sees (a Set-N
+   neutral rewrite against a gendered one; a Set-G translation in the referent's gender against one in the
+   other). Best against worst would mostly set a good translation against a broken one, which teaches adequacy;
+   this teaches the rewrite. A group without both kinds gives no pair, counted. Pairs are written as DPO rows carrying
    each side's rewards and the round, in a data folder of their own (``pairs-round-N/``);
 4. **trains** DPO on them (``round-N/``), the policy of the round as both starting point and frozen reference.
 
@@ -51,7 +56,7 @@ STATE = "onpolicy.json"
 FORMAT = "gnt-align/onpolicy/1"
 KIND = ONPOLICY
 """The ``kind`` of every on-policy pair (what a DPO recipe's ``pair_kinds`` selects)."""
-PAIRINGS = ("total", "same_label")
+PAIRINGS = ("total", "same_label", "verdict")
 """How a prompt's samples become a pair: best against worst of all of them (``total``), or of those whose label is
 right only (``same_label``)."""
 
@@ -95,7 +100,9 @@ class OnPolicyConfig(BackendSettings):
         "help": "keys of train/dpo.py for every round's DPO, over dpo_recipe (beta, learning_rate, max_steps ...)"})
     pairing: str = field(default="total", metadata={
         "choices": PAIRINGS, "help": "total: best against worst of a prompt's samples; same_label: of those whose "
-                                     "label is right only, so a pair differs in the translation alone"})
+                                     "label is right only, so a pair differs in the translation alone; verdict: of "
+                                     "the adequate ones with the right label, one the judge accepts against one it "
+                                     "rejects"})
     templated: bool = field(default=True, metadata={"help": "also sample for the templated training entries"})
     pairs_only: bool = field(default=False, metadata={
         "help": "write the next round's pairs and stop (train them with `accelerate launch train/dpo.py`)"})
@@ -119,6 +126,10 @@ class OnPolicyConfig(BackendSettings):
         if self.pairing == "same_label" and "label" not in self.rewards:
             raise RecipeError("pairing: same_label keeps the samples whose label reward is 1: add label to rewards "
                               "(its weight may be 0)")
+        missing = sorted({"label", "judge", "adequacy"} - set(self.rewards)) if self.pairing == "verdict" else []
+        if missing:
+            raise RecipeError(f"pairing: verdict compares adequate samples of the right label by the judge's verdict: "
+                              f"add {', '.join(missing)} to rewards (a weight may be 0)")
         if self.rewards.get("judge") and not self.judge:
             raise RecipeError("the judge reward needs judge: a judge recipe (e.g. recipes/judge-gemma270m.yaml)")
         self.validate_backend(needs_server=True)
@@ -179,6 +190,7 @@ class RoundCounts:
     ties: int = 0
     all_bad: int = 0
     too_few_right_labels: int = 0
+    no_verdict_contrast: int = 0
     extraction_errors: int = 0
     judge_errors: int = 0
     rewards_mean: dict[str, float] = field(default_factory=dict)
@@ -187,7 +199,8 @@ class RoundCounts:
 def pair_groups(groups: Sequence[Sequence[Scored]], pairing: str = "total"
                 ) -> tuple[list[tuple[int, Scored, Scored]], RoundCounts]:
     """``(group index, best, worst)`` of each prompt's samples; ties and all-bad groups dropped and counted (and,
-    pairing ``same_label``, groups with fewer than two samples whose label is right)."""
+    pairing ``same_label``, groups with fewer than two samples whose label is right; pairing ``verdict``, groups
+    without an adequate right-label sample the judge accepts and one it rejects)."""
     counts = RoundCounts(prompts=len(groups))
     pairs = []
     sums: Counter = Counter()
@@ -197,6 +210,13 @@ def pair_groups(groups: Sequence[Sequence[Scored]], pairing: str = "total"
             sums.update(scored.rewards)
             counts.extraction_errors += scored.sample.extraction.error is not None
             counts.judge_errors += scored.sample.extraction.ok and scored.sample.verdict is None
+        if pairing == "verdict":
+            pair = verdict_pair(group)
+            if pair is None:
+                counts.no_verdict_contrast += 1
+            else:
+                pairs.append((index, *pair))
+            continue
         if pairing == "same_label":
             group = [s for s in group if s.sample.extraction.ok and s.rewards.get("label") == 1.0]
             if len(group) < 2:
@@ -214,6 +234,18 @@ def pair_groups(groups: Sequence[Sequence[Scored]], pairing: str = "total"
     counts.pairs = len(pairs)
     counts.rewards_mean = {name: round(total / max(1, counts.samples), 4) for name, total in sorted(sums.items())}
     return pairs, counts
+
+
+def verdict_pair(group: Sequence[Scored]) -> tuple[Scored, Scored] | None:
+    """Of a prompt's adequate samples with the right label, the closest to the references (chrF++) that the judge
+    accepts against the closest that it rejects; None where either kind is missing."""
+    usable = [s for s in group if s.sample.extraction.ok and s.rewards.get("label") == 1.0
+              and s.rewards.get("adequacy") == 1.0]
+    accepted = [s for s in usable if s.rewards.get("judge") == 1.0]
+    rejected = [s for s in usable if s.rewards.get("judge") == 0.0]
+    if not accepted or not rejected:
+        return None
+    return max(accepted, key=lambda s: s.sample.chrf), max(rejected, key=lambda s: s.sample.chrf)
 
 
 def pair_row(prompt: Prompt, chosen: Scored, rejected: Scored, round_number: int) -> dict[str, Any]:
