@@ -75,10 +75,11 @@ def test_same_label_pairs_differ_in_the_translation_only() -> None:
 
 def test_verdict_pairs_set_an_accepted_translation_against_a_rejected_one_both_adequate() -> None:
     spec = RewardSpec({"label": 1.0, "judge": 1.0, "adequacy": 1.0})
-    good = _sample(SET_N, "<it> **NEUTRAL** [La cittadinanza è preoccupata.]", "NEUTRAL")
-    masc = _sample(SET_N, "<it> **NEUTRAL** [I cittadini sono preoccupati.]", "WRONGLY GENDERED")
-    junk = _sample(SET_N, "<it> **NEUTRAL** [Roma è bella.]", "WRONGLY GENDERED")
-    wrong_label = _sample(SET_N, "<it> **GENDERED** [I cittadini sono preoccupati.]", "WRONGLY GENDERED")
+    good, masc, junk, wrong_label = (_sample(SET_N, f"<it> **{label}** [{text}]", verdict) for label, text, verdict in (
+        ("NEUTRAL", "La cittadinanza è preoccupata.", "NEUTRAL"),
+        ("NEUTRAL", "I cittadini sono preoccupati.", "WRONGLY GENDERED"),  # adequate, right label, gendered
+        ("NEUTRAL", "Roma è bella.", "WRONGLY GENDERED"),  # no translation of the source
+        ("GENDERED", "I cittadini sono preoccupati.", "WRONGLY GENDERED")))
     groups = [[spec.score(s) for s in group] for group in ([junk, good, masc], [good, junk, wrong_label], [good, good])]
     total, _ = pair_groups(groups)
     assert total[0][2].sample.text == junk.text, "best against worst: a broken translation is the rejected one"
