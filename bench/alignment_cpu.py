@@ -193,7 +193,7 @@ def _bench(call: Call) -> int:
     test: dict[str, Any] = {}
     for seed in args.seeds:
         sft, aligned = out / "runs" / f"sft-{seed}", out / "runs" / f"{chosen}-{seed}" / "round-1"
-        results = out / "test" / f"{chosen}-{seed}"
+        results = out / "test" / f"seed-{seed}"  # one folder per seed, as on dev: SFT is generated once per seed
         evaluate([sft, aligned], judge, results, "test")
         sft_name, aligned_name = adapter_name(sft), adapter_name(aligned)
         found = model_figures(results)
