@@ -58,7 +58,8 @@ KIND = ONPOLICY
 """The ``kind`` of every on-policy pair (what a DPO recipe's ``pair_kinds`` selects)."""
 PAIRINGS = ("total", "same_label", "verdict")
 """How a prompt's samples become a pair: best against worst of all of them (``total``), or of those whose label is
-right only (``same_label``)."""
+right only (``same_label``); or, of the adequate ones with the right label, one the judge accepts against one it
+rejects (``verdict``)."""
 
 
 @dataclass
