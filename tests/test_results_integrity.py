@@ -228,3 +228,40 @@ def test_two_reports_into_one_folder_at_once_do_not_break_each_other(tmp_path: P
         if line.startswith("![") and "](" in line:
             assert (report.parent / line.split("](", 1)[1].rstrip(")")).is_file(), line
     assert not list(report.parent.glob(".build-*")), "no staging folder left behind"
+
+
+def test_an_adapter_retrained_in_place_is_evaluated_again(tmp_path: Path, tiny_model_dir: Path,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """Results are of the weights they were computed from: an adapter folder overwritten by a new training run
+    keeps its name, so a grid that looked at names only would serve the old adapter's results as the new one's."""
+    from _eval_helpers import make_checkpoint
+    from test_report_producers import _backend
+
+    from gnt.evaluation.discovery import adapter_name
+    from gnt.evaluation.sweep import run_sweep
+    from gnt.generation.identity import adapter_weights_hash
+
+    adapter, out = make_checkpoint(tiny_model_dir, tmp_path / "adapter", seed=1), tmp_path / "eval"
+    name = adapter_name(adapter)
+
+    def config():
+        return load_eval_config(None, GRID, model=str(tiny_model_dir), mgente=str(SAMPLE_DIR), out_dir=str(out),
+                                adapters=[str(adapter)], include_base="false")
+
+    def complete() -> str | None:
+        return GRID_STEP.complete(config(), ResultsFolder(out, (name,)))
+
+    def recorded_hash() -> str:
+        return read_json(out / name / "record.json")["model"]["adapter"]["weights_hash"]
+
+    run_sweep(config(), backend_factory=lambda c, b, a: _backend())
+    first = adapter_weights_hash(adapter)
+    assert recorded_hash() == first and complete() is not None
+    make_checkpoint(tiny_model_dir, adapter, seed=2)  # the same folder, new weights
+    second = adapter_weights_hash(adapter)
+    assert second != first
+    with caplog.at_level(logging.WARNING):
+        assert complete() is None, "results of the old weights are never read as the new adapter's"
+    assert f"its results are of adapter weights {first}, {adapter.resolve()} holds {second} now" in caplog.text
+    run_sweep(config(), backend_factory=lambda c, b, a: _backend())
+    assert recorded_hash() == second and complete() is not None

@@ -1,7 +1,9 @@
 """The grid sweep as a step of the pipeline: its files are complete when every model folder's grid part is whole
 (its ``record.json``, written last, of the current format, and every file it lists with the recorded size and
-hash) with status ok and the same recipe (the keys that name which models are evaluated aside), beside the results
-folder's ``summary.json``. A damaged part is reported and its model evaluated again (from the cache)."""
+hash) with status ok, the same recipe (the keys that name which models are evaluated aside) and the same adapter
+weights as the folder the model is found in now, beside the results folder's ``summary.json``. A damaged part is
+reported and its model evaluated again (from the cache); so is an adapter retrained in place, whose old results would
+otherwise be served under its unchanged name."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import logging
 from typing import Any
 
 from gnt.evaluation.config import EvalConfig
+from gnt.evaluation.discovery import ModelUnderTest
 from gnt.filenames import RECORD, SUMMARY
 from gnt.results.folder import ResultsFolder
 from gnt.results.model_folder import GRID
@@ -26,6 +29,21 @@ def recipe_of_record(recipe: dict) -> dict:
     return {k: v for k, v in json.loads(json.dumps(recipe)).items() if k not in NOT_THE_RECIPE}
 
 
+def weights_changed(record: dict, model: ModelUnderTest | None) -> str | None:
+    """Why a model's grid record was not computed from the adapter found now (its weights hash differs, or it
+    names none where one is found, or the reverse), else None. Compared by content, not path: a copied results
+    folder keeps its records valid, and a checkpoint retrained in place does not."""
+    if model is None:
+        return None
+    recorded = (record.get("model") or {}).get("adapter") or {}
+    found = model.adapter.weights_hash if model.adapter else None
+    if recorded.get("weights_hash") == found:
+        return None
+    where = model.adapter.path if model.adapter else model.base_model
+    return (f"its results are of adapter weights {recorded.get('weights_hash') or 'none'}, {where} holds "
+            f"{found or 'none'} now")
+
+
 class GridStep(FolderStep):
     """The prompt-grid sweep over the base model and every checkpoint (:func:`gnt.evaluation.sweep.run_sweep`)."""
 
@@ -38,7 +56,10 @@ class GridStep(FolderStep):
     def complete(self, config: EvalConfig, folder: ResultsFolder) -> str | None:
         if not (folder.path / SUMMARY).is_file():
             return None
+        from gnt.evaluation.driver import discover
+
         wanted = recipe_of_record(config.to_json())
+        current = {model.name: model for model in discover(config)}
         for name in folder.models:
             found = folder.model(name).check(GRID)
             if not found.ok:
@@ -47,6 +68,10 @@ class GridStep(FolderStep):
                 return None
             record = found.record
             if record.get("status") != "ok" or recipe_of_record(record.get("eval_recipe", {})) != wanted:
+                return None
+            changed = weights_changed(record, current.get(name))
+            if changed:
+                log.warning("%s: %s: evaluated again", name, changed)
                 return None
         return f"{len(folder.models)} model folder(s) with their {RECORD}"
 
