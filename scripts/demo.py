@@ -9,7 +9,7 @@ suite → attribution → report, + eval metrics logged into the training runs' 
     python scripts/demo.py model=smollm      # SmolLM2-135M-Instruct (English-first: does not translate)
     python scripts/demo.py model=tiny        # the tiny offline random Qwen2: every code path in about 3 minutes
     python scripts/demo.py out_dir=outputs/my-demo steps=data,sft
-    python scripts/demo.py sft.max_steps=48 eval.rows_per_lang=null    # a longer budget: STEP.KEY=VALUE
+    python scripts/demo.py sft.max_steps=300 eval.rows_per_lang=null   # a longer budget: STEP.KEY=VALUE
     python scripts/demo.py model=tiny dry_run=true                     # print the commands only
 
 The demo follows the project's one command line (``key=value``, ``--key value`` as a synonym, so ``--model tiny``
