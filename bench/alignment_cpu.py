@@ -86,13 +86,27 @@ GOALS = {
 }
 
 
-def _run(command: list[str]) -> None:
+def run_command(command: list[str]) -> None:
+    """Run one of the project's commands from the checkout's root, printed first; a failure stops the bench."""
     print("$ " + " ".join(command), flush=True)
     subprocess.run(command, cwd=ROOT, check=True)
 
 
-def _py(*words: str) -> list[str]:
+def python(*words: str) -> list[str]:
     return [sys.executable, *words]
+
+
+def data_and_judge(out: Path) -> tuple[Path, Path, Path]:
+    """The demo's data build and its learned judge in the work folder ``out`` (each kept when already there:
+    ``train/sft.py`` resumes a finished run as done), the judge validated on the held-out references of every
+    language; returns the data folder, the judge's run folder and its validation JSON."""
+    data, judge, validation = out / "data", out / "runs" / "judge", out / "judge" / "validation.json"
+    if not (data / "manifest.json").is_file():
+        run_command(python("data/build.py", f"out_dir={data}", *BUILD))
+    run_command(python("train/sft.py", JUDGE, f"data_dir={data}", f"output_dir={judge}"))
+    run_command(python("eval/judge.py", "validate", JUDGE, f"judge_adapter={judge}",
+                       f"data={data / 'eval' / 'judge_references.jsonl'}", f"validation={validation}"))
+    return data, judge, validation
 
 
 @dataclass
@@ -132,7 +146,7 @@ def reused(folder: Path) -> dict[str, Any] | None:
 
 def evaluate(adapters: list[Path], judge: Path, results: Path, split: str) -> None:
     """The grid and the learned judge over the final adapters of training runs (no base), on ``split``."""
-    _run(_py("eval/evaluate.py", EVAL, f"adapters={','.join(map(str, adapters))}", f"out_dir={results}", f"split={split}",
+    run_command(python("eval/evaluate.py", EVAL, f"adapters={','.join(map(str, adapters))}", f"out_dir={results}", f"split={split}",
              "include_base=false", "preference=false", "steps=grid,judge", f"judge.judge_adapter={judge}",
              *(["templated_rows=true"] if split == "dev" else []), "progress=false"))
 
@@ -155,20 +169,16 @@ def _bench(call: Call) -> int:
     args = call.build(AlignmentCpuOptions)
     out = Path(args.out_dir or ROOT / "outputs" / "bench-alignment")
     started = time.perf_counter()
-    data, judge = out / "data", out / "runs" / "judge"
-    found_before = {str(p.relative_to(out)): reused(p) for p in [judge, *(out / "runs" / f"sft-{s}" for s in args.seeds)]}
-    _run(_py("data/build.py", f"out_dir={data}", *BUILD)) if not (data / "manifest.json").is_file() else None
-    _run(_py("train/sft.py", JUDGE, f"data_dir={data}", f"output_dir={judge}"))
-    validation = out / "judge" / "validation.json"
-    _run(_py("eval/judge.py", "validate", JUDGE, f"judge_adapter={judge}",
-             f"data={data / 'eval' / 'judge_references.jsonl'}", f"validation={validation}"))
+    found_before = {str(p.relative_to(out)): reused(p)
+                    for p in [out / "runs" / "judge", *(out / "runs" / f"sft-{s}" for s in args.seeds)]}
+    data, judge, validation = data_and_judge(out)
     dev: dict[str, dict[str, Any]] = {}
     for seed in args.seeds:
         sft = out / "runs" / f"sft-{seed}"
-        _run(_py("train/sft.py", SFT, f"data_dir={data}", f"output_dir={sft}", f"seed={seed}", "report_to=none"))
+        run_command(python("train/sft.py", SFT, f"data_dir={data}", f"output_dir={sft}", f"seed={seed}", "report_to=none"))
         aligned = {variant: out / "runs" / f"{variant}-{seed}" for variant in args.variants}
         for variant, folder in aligned.items():  # the variants share the SFT policy's samples and verdicts
-            _run(_py("train/onpolicy.py", ONPOLICY, f"policy={sft}", f"data_dir={data}", f"output_dir={folder}",
+            run_command(python("train/onpolicy.py", ONPOLICY, f"policy={sft}", f"data_dir={data}", f"output_dir={folder}",
                      f"cache_dir={out / 'cache' / f'sft-{seed}'}", f"seed={seed}",
                      f"judge_keys.judge_adapter={judge}", "progress=false", *VARIANTS[variant]))
         results = out / "dev" / f"seed-{seed}"  # SFT and every variant in one folder: SFT is generated once

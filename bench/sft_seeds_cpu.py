@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from alignment_cpu import BUILD, JUDGE, SFT, _py, _run, evaluate, reused
+from alignment_cpu import BUILD, JUDGE, SFT, data_and_judge, evaluate, python, reused, run_command
 from record import bench_command, conclude
 
 from gnt.alignment.stage_choice import FIGURES, model_figures
@@ -80,10 +80,10 @@ def over_seeds(per_seed: dict[str, dict[str, float | None]]) -> dict[str, dict[s
     left out)."""
     found = {}
     for key in FIGURES:
-        values = [figures[key] for figures in per_seed.values()]
-        if values and None not in values:
-            found[key] = {"mean": statistics.mean(values), "sd": statistics.pstdev(values),  # type: ignore[type-var]
-                          "min": min(values), "max": max(values)}  # type: ignore[type-var]
+        values = [value for figures in per_seed.values() if (value := figures[key]) is not None]
+        if values and len(values) == len(per_seed):
+            found[key] = {"mean": statistics.mean(values), "sd": statistics.pstdev(values),
+                          "min": min(values), "max": max(values)}
     return found
 
 
@@ -91,30 +91,28 @@ def _bench(call: Call) -> int:
     args = call.build(SftSeedsOptions)
     out = Path(args.out_dir or ROOT / "outputs" / "bench-sft-seeds")
     started = time.perf_counter()
-    data, judge = out / "data", out / "runs" / "judge"
     runs = {(setting, seed): run_folder(out, setting, seed) for setting in args.settings for seed in args.seeds}
-    found_before = {str(p.relative_to(out)): reused(p) for p in [judge, *runs.values()]}
-    _run(_py("data/build.py", f"out_dir={data}", *BUILD)) if not (data / "manifest.json").is_file() else None
-    _run(_py("train/sft.py", JUDGE, f"data_dir={data}", f"output_dir={judge}"))
-    validation = out / "judge" / "validation.json"
-    _run(_py("eval/judge.py", "validate", JUDGE, f"judge_adapter={judge}",
-             f"data={data / 'eval' / 'judge_references.jsonl'}", f"validation={validation}"))
+    found_before = {str(p.relative_to(out)): reused(p) for p in [out / "runs" / "judge", *runs.values()]}
+    data, judge, validation = data_and_judge(out)
     for (setting, seed), folder in runs.items():
-        _run(_py("train/sft.py", SFT, f"data_dir={data}", f"output_dir={folder}", f"seed={seed}", "report_to=none",
-                 *SETTINGS[setting]))
-    split_figures: dict[str, dict[str, dict[str, dict[str, float | None]]]] = {}
-    for split in ("dev", "test"):  # every setting of a seed in one folder per split
+        run_command(python("train/sft.py", SFT, f"data_dir={data}", f"output_dir={folder}", f"seed={seed}",
+                           "report_to=none", *SETTINGS[setting]))
+
+    def scored(split: str) -> dict[str, dict[str, dict[str, float | None]]]:
+        """Per setting and seed, the figures on ``split`` (every setting of a seed in one results folder)."""
+        per_setting: dict[str, dict[str, dict[str, float | None]]] = {setting: {} for setting in args.settings}
         for seed in args.seeds:
             results = out / split / f"seed-{seed}"
             evaluate([runs[(setting, seed)] for setting in args.settings], judge, results, split)
             found = model_figures(results)
             for setting in args.settings:
-                split_figures.setdefault(split, {}).setdefault(setting, {})[str(seed)] = \
-                    found[adapter_name(runs[(setting, seed)])]
-        if split == "dev":
-            dev = {setting: over_seeds(split_figures["dev"][setting]) for setting in args.settings}
-            chosen = max(args.settings, key=lambda s: (dev[s]["label_bal"]["min"], dev[s]["label_bal"]["mean"]))
-    test = split_figures["test"]
+                per_setting[setting][str(seed)] = found[adapter_name(runs[(setting, seed)])]
+        return per_setting
+
+    dev_figures = scored("dev")
+    dev = {setting: over_seeds(dev_figures[setting]) for setting in args.settings}
+    chosen = max(args.settings, key=lambda s: (dev[s]["label_bal"]["min"], dev[s]["label_bal"]["mean"]))
+    test = scored("test")  # read only after the choice
     met = {setting: {key: all((figures[key] or 0.0) >= bound for figures in test[setting].values())
                      for key, bound in THRESHOLDS.items()} for setting in args.settings}
     record = {
@@ -123,7 +121,7 @@ def _bench(call: Call) -> int:
         "judge_validation": read_json(validation),
         "training_seconds": {f"{s}-{seed}": read_json(f / "gnt_run.json")["train_metrics"].get("train_runtime")
                              for (s, seed), f in runs.items()},
-        "dev": split_figures["dev"], "dev_over_seeds": dev, "chosen": chosen,
+        "dev": dev_figures, "dev_over_seeds": dev, "chosen": chosen,
         "choice_rule": "the highest worst-seed dev label balanced accuracy, then the highest mean",
         "test": test, "test_over_seeds": {s: over_seeds(test[s]) for s in args.settings}, "goals_met": met,
         "runs_found_finished": {k: v for k, v in found_before.items() if v is not None},
