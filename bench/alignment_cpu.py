@@ -52,6 +52,7 @@ MGENTE_SAME_LABEL = ("templated=false", "pairing=same_label", "prompts_per_round
 VARIANTS: dict[str, tuple[str, ...]] = {
     "k4": (),
     "k4_dpo16": ("dpo.max_steps=16", "dpo.save_steps=16"),
+    "k8": ("samples_per_prompt=8",),
     "same_label_lr1e-4": (*SAME_LABEL, "dpo.learning_rate=1e-4"),
     "same_label_lr5e-5": (*SAME_LABEL, "dpo.learning_rate=5e-5"),
     "mgente_same_label": MGENTE_SAME_LABEL,
@@ -61,7 +62,10 @@ VARIANTS: dict[str, tuple[str, ...]] = {
                        "dpo.loss_weights=[1.0,1.0]"),
 }
 """On-policy settings tried, as overrides of recipes/gemma270m-onpolicy.yaml (its own: 64 prompts x 4 samples at
-temperature 0.8, the three rewards, best against worst of all samples, 8 DPO steps of 8 pairs at 5e-5). The
+temperature 0.8, the three rewards, best against worst of all samples, 8 DPO steps of 8 pairs at 5e-5). ``k8``
+samples 8 per prompt on the same prompts (its first 4 are k4's, served from the cache): from the 150-step SFT
+every sample has the right label, so a pair needs two samples the judge or the adequacy bar tell apart, and in the
+demo's round at f2c8d4f 51 of 64 prompts were ties. The
 ``same_label`` ones pair samples of the right label only (the translation is all a pair differs in), from 192
 prompts, over 16 steps. ``mgente_same_label`` samples mGeNTE training entries only (no templated ones): in the
 same_label run at 08f87cd, one seed's pairs were mostly templated Set-G ones whose preferred gendered forms pulled
@@ -75,7 +79,7 @@ the same supervised term, 8 steps: in the mgente_same_label run at 3d08d6a most 
 against a broken one, and only 8 to 22 prompts per seed gave a Set-N neutral rewrite beside an adequate gendered
 one. A run tries :data:`TRIED_NOW`; the record keeps what earlier runs tried
 (``earlier``)."""
-TRIED_NOW = ["mgente_verdict"]
+TRIED_NOW = ["k4", "k8"]
 TESTS = {"gnt_n_adequate": ("gnt_accuracy_adequate", "Set-N"), "label_bal": ("label_balanced_accuracy", None),
          "chrf": ("chrf", None), "label_g": ("label_accuracy", "Set-G"), "label_n": ("label_accuracy", "Set-N")}
 GOALS = {
