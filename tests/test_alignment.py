@@ -142,6 +142,31 @@ def test_sampling_gives_k_outputs_per_prompt_and_a_rerun_generates_nothing(tmp_p
     assert cache.read_text().count("\n") == lines, "a rerun of the round samples nothing again"
 
 
+def test_align_prompts_are_of_sources_sft_never_saw_and_their_pairs_count_as_trained(tmp_path: Path,
+                                                                                       eval_data_dir: Path) -> None:
+    from gnt.alignment.onpolicy import training_prompts, write_pairs
+    from gnt.data.build import BuildConfig, build_dataset
+
+    with pytest.raises(RecipeError, match="prompt_split=align: .*onpolicy/align.jsonl is missing.*align_fraction"):
+        training_prompts(eval_data_dir, templated=False, split="align")
+    data = tmp_path / "data"
+    manifest = build_dataset(BuildConfig(out_dir=str(data), langs=("it",), templated_pairs=20, align_fraction=0.3,
+                                         progress=False))
+    prompts = training_prompts(data, templated=True, split="align")
+    keys = {p.entry.source_key for p in prompts}
+    assert {p.entry.origin for p in prompts} == {"mgente", "templated"}
+    assert keys == set(manifest["source_keys"]["align"])
+    assert not keys & {r["source_key"] for r in read_jsonl(data / "sft" / "train.jsonl")}
+    assert all(p.messages[-1][0] == "user" and p.entry.source in p.messages[-1][1] for p in prompts)
+    assert _config(tmp_path, tmp_path, data, prompt_split="align").settings_key() != _config(
+        tmp_path, tmp_path, data).settings_key()
+
+    rows = [{"source_key": prompts[0].entry.source_key}]
+    write_pairs(tmp_path / "pairs", data, rows, [], {"round": 1})  # what a round's DPO run records as trained on
+    trained = read_json(tmp_path / "pairs" / "manifest.json")["source_keys"]["train"]
+    assert prompts[0].entry.source_key in trained and set(manifest["source_keys"]["train"]) <= set(trained)
+
+
 def _scripted(config, prompts, policy, round_number, cache):
     """Samples a policy could write: the reference with the right label, then with the wrong one (the tiny model's
     own outputs are noise, none of which extracts)."""

@@ -36,7 +36,8 @@ def test_layout_and_counts(built: tuple[Path, dict]) -> None:
                  "eval/templated_suite.jsonl", "manifest.json"):
         assert (out / name).is_file(), name
     assert manifest["counts"]["totals"]["sft/train"] == len(rows(out, "sft/train.jsonl"))
-    assert set(manifest["ids"]) == {"train", "dev", "test", "excluded"}
+    assert set(manifest["ids"]) == {"train", "dev", "test", "align", "excluded"} and not manifest["ids"]["align"]
+    assert not (out / "onpolicy").exists() and not (out / "eval" / "mgente_align.jsonl").exists()
     assert all(len(h) == 16 for h in manifest["inputs"].values())
     assert json.loads((out / "manifest.json").read_text())["config"]["seed"] == 0
 
@@ -216,6 +217,29 @@ def test_training_prompts_can_be_drawn_from_chosen_cells_and_held_out_sides_are_
         build_dataset(BuildConfig(out_dir=str(tmp_path / "bad"), train_configs=("G+X",), progress=False))
 
 
+def test_an_align_side_keeps_sources_out_of_every_training_row_and_moves_no_test_or_dev_source(
+        tmp_path: Path, built: tuple[Path, dict]) -> None:
+    from gnt.data.errors import DataError
+
+    plain, plain_manifest = built
+    out = tmp_path / "data"
+    manifest = build_dataset(BuildConfig(out_dir=str(out), templated_pairs=200, align_fraction=0.25, progress=False))
+    for side in ("test", "dev"):  # adding an align side takes its sources from train only
+        assert manifest["ids"][side] == plain_manifest["ids"][side]
+        assert manifest["source_keys"][side] == plain_manifest["source_keys"][side]
+    align = {e["source_key"] for e in rows(out, "eval/mgente_align.jsonl") + rows(out, "eval/templated_align.jsonl")}
+    assert manifest["ids"]["align"] and align == set(manifest["source_keys"]["align"])
+    trained = {r["source_key"] for name in ("sft/train.jsonl", "sft/dev.jsonl", "dpo/train.jsonl", "dpo/dev.jsonl")
+               for r in rows(out, name)}
+    assert not align & trained
+    assert align & {r["source_key"] for r in rows(plain, "sft/train.jsonl")}  # they were training sources before
+    prompts = rows(out, "onpolicy/align.jsonl")
+    assert {r["source_key"] for r in prompts} == align and all(r["prompt"] for r in prompts)
+    assert sum(manifest["counts"]["onpolicy_prompts"]["align"].values()) == len(prompts)
+    with pytest.raises(DataError, match="align_fraction must stay below 1"):
+        build_dataset(BuildConfig(out_dir=str(tmp_path / "bad"), test_fraction=0.5, align_fraction=0.5, progress=False))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # A careless --out, bad flags and missing inputs: a clear error, exit 2, nothing lost
 # ---------------------------------------------------------------------------------------------------------------
@@ -283,7 +307,7 @@ def test_rebuild_replaces_its_own_output_but_not_files_added_to_it(tmp_path: Pat
     (["--templated-pairs", "-5"], "templated_pairs -5 must be 0"),
     (["dpo_kinds=bogus"], "dpo_kinds: unknown kind(s) ['bogus']"),
     (["--langs", ","], "selects no language"),
-    (["test_fraction=0.6", "dev_fraction=0.5"], "test_fraction + dev_fraction must stay below 1"),
+    (["test_fraction=0.6", "dev_fraction=0.5"], "test_fraction + dev_fraction + align_fraction must stay below 1"),
     (["train_shots=0,3"], "training cells: unknown or empty '3'"),
 ])
 def test_bad_flags_are_one_error_line(flags: list[str], expected: str, tmp_path: Path,

@@ -3,7 +3,8 @@
 Off-policy pairs (a reference against a rewritten reference) teach a model text it would never write; the pairs
 here are the model's own outputs. A round:
 
-1. **samples** ``samples_per_prompt`` outputs per training prompt from the current policy (the SFT adapter in
+1. **samples** ``samples_per_prompt`` outputs per prompt of ``prompt_split`` (the SFT training sources, or the
+   align side a build kept out of SFT) from the current policy (the SFT adapter in
    round 1, then each round's result), at ``temperature``, constrained to the grid's output format, through the
    generation backends and the generation cache (a rerun samples nothing twice);
 2. **scores** every sample with the GNT rewards (:mod:`gnt.alignment.rewards`: label, the judge's verdict,
@@ -62,6 +63,11 @@ right only (``same_label``); or, of the adequate ones with the right label, one 
 rejects (``verdict``)."""
 
 
+PROMPT_FILES = {"train": "sft/train.jsonl", "align": "onpolicy/align.jsonl"}
+"""Where a build keeps each prompt split's rendered prompts: the SFT training rows, or the align side's prompts
+(sources kept out of SFT and the preference rows by ``data/build.py align_fraction=...``)."""
+
+
 @dataclass
 class OnPolicyConfig(BackendSettings):
     """The keys of ``train/onpolicy.py``: where the policy and data are, how to sample and score, how to train.
@@ -104,7 +110,10 @@ class OnPolicyConfig(BackendSettings):
                                      "label is right only, so a pair differs in the translation alone; verdict: of "
                                      "the adequate ones with the right label, one the judge accepts against one it "
                                      "rejects"})
-    templated: bool = field(default=True, metadata={"help": "also sample for the templated training entries"})
+    templated: bool = field(default=True, metadata={"help": "also sample for the templated entries of the split"})
+    prompt_split: str = field(default="train", metadata={
+        "choices": tuple(PROMPT_FILES), "help": "which sources to sample: train (those SFT was fitted to) or align "
+                                                "(kept out of SFT by data/build.py align_fraction)"})
     pairs_only: bool = field(default=False, metadata={
         "help": "write the next round's pairs and stop (train them with `accelerate launch train/dpo.py`)"})
     seed: int = field(default=0, metadata={"help": "seed of the prompt sample and of sampling"})
@@ -139,6 +148,8 @@ class OnPolicyConfig(BackendSettings):
     def settings_key(self) -> str:
         """What a finished round depends on (everything but the round count and how progress shows)."""
         values = {k: v for k, v in asdict(self).items() if k not in ("rounds", "progress", "pairs_only", "cache_dir")}
+        if values["prompt_split"] == "train":  # the default keeps the key of rounds finished before the key existed
+            del values["prompt_split"]
         return hash_json(values)
 
 
@@ -151,26 +162,33 @@ class Prompt:
     cell: str
 
 
-def training_prompts(data_dir: Path, templated: bool) -> list[Prompt]:
-    """Every training entry of the build with the prompt its SFT rows were rendered with."""
+def training_prompts(data_dir: Path, templated: bool, split: str = "train") -> list[Prompt]:
+    """Every entry of the build's ``split`` side (train or align) with the prompt its SFT rows were, or would be,
+    rendered with."""
+    rendered = data_dir / PROMPT_FILES[split]
+    if not rendered.is_file():
+        fix = (f"rebuild it with `python data/build.py out_dir={data_dir} align_fraction=0.2` (a share of the "
+               "training sources kept for on-policy sampling)" if split == "align" else
+               f"rebuild the data with `python data/build.py out_dir={data_dir}`")
+        raise RecipeError(f"prompt_split={split}: {rendered} is missing: {fix}")
     prompts: dict[tuple[str, str], tuple[tuple[tuple[str, str], ...], str]] = {}
-    for row in read_jsonl(data_dir / "sft" / "train.jsonl"):
+    for row in read_jsonl(rendered):
         key = (row["lang"], str(row["id"]))
         prompts.setdefault(key, (tuple((m["role"], m["content"]) for m in row["prompt"]), row.get("cell", "")))
-    files = ["mgente_train.jsonl", *(["templated_train.jsonl"] if templated else [])]
+    files = [f"mgente_{split}.jsonl", *([f"templated_{split}.jsonl"] if templated else [])]
     found = []
     for name in files:
         path = data_dir / "eval" / name
         if not path.is_file():
             raise RecipeError(f"data_dir: {path} is missing: rebuild the data with `python data/build.py "
-                              f"out_dir={data_dir}` (builds write their training entries for on-policy sampling)")
+                              f"out_dir={data_dir}` (builds write the entries on-policy alignment samples for)")
         for record in read_jsonl(path):
             entry = Entry.from_record(record)
             if (entry.lang, entry.id) in prompts:
                 messages, cell = prompts[(entry.lang, entry.id)]
                 found.append(Prompt(entry, messages, cell))
     if not found:
-        raise RecipeError(f"data_dir: {data_dir} has no training entry with an SFT prompt")
+        raise RecipeError(f"data_dir: {data_dir} has no {split} entry with a rendered prompt")
     return found
 
 
@@ -360,6 +378,8 @@ def write_pairs(out: Path, data_dir: Path, rows: list[dict], samples: list[dict]
     from gnt.io import write_jsonl
 
     manifest = read_json(data_dir / MANIFEST)
+    keys = manifest.setdefault("source_keys", {})  # what the round's DPO trains on: its prompts' sources too
+    keys["train"] = sorted(set(keys.get("train", [])) | {str(row["source_key"]) for row in rows})
     manifest[KIND] = info
     manifest[DRAWN_FROM] = str(data_dir.resolve())  # its held-out rows score the round's model
     with atomic_directory(out) as tmp:
@@ -444,7 +464,7 @@ def check_before_sampling(config: OnPolicyConfig) -> dict[str, Any]:
         raise RecipeError(f"output_dir={out} holds finished round(s) {', '.join(sorted(finished))} made with other "
                           "settings: this run would overwrite them. Choose a new output_dir, or rerun with the "
                           f"settings recorded in {state_path}")
-    training_prompts(Path(config.data_dir or ""), config.templated)
+    training_prompts(Path(config.data_dir or ""), config.templated, config.prompt_split)
     return state
 
 
@@ -455,7 +475,7 @@ def run_onpolicy(config: OnPolicyConfig, say: Any = print) -> Path:
     state = check_before_sampling(config)
     out = claim_output_folder(Path(config.output_dir or ""), "onpolicy", "output_dir")
     state.update(settings_key=config.settings_key(), settings=settings_record(config))
-    prompts = training_prompts(Path(config.data_dir or ""), config.templated)
+    prompts = training_prompts(Path(config.data_dir or ""), config.templated, config.prompt_split)
     policy = config.policy or ""
     for number in range(1, config.rounds + 1):
         done = state["rounds"].get(str(number), {})

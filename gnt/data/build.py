@@ -60,6 +60,9 @@ class BuildConfig:
     test_fraction: float = field(default=0.2, metadata={
         "help": "share of English sources held out for evaluation, in [0, 1)"})
     dev_fraction: float = field(default=0.1, metadata={"help": "share of English sources kept for dev, in [0, 1)"})
+    align_fraction: float = field(default=0.0, metadata={
+        "help": "share of English sources kept out of SFT and the preference rows for on-policy alignment to "
+                "sample (train/onpolicy.py prompt_split=align), in [0, 1); 0: none"})
     templated_pairs: int = field(default=400, metadata={"help": "templated pairs to generate (0: none)"})
     dpo_kinds: tuple[str, ...] = field(default=DPO_KINDS, metadata={
         "help": f"kinds of preference pairs to write (comma-separated; known: {', '.join(DPO_KINDS)})"})
@@ -82,11 +85,12 @@ class BuildConfig:
             raise DataError(f"langs: unknown language(s) {bad}; valid: {', '.join(LANGUAGES)}")
         if not self.langs:
             raise DataError(f"langs selects no language; valid: {', '.join(LANGUAGES)}")
-        for key in ("test_fraction", "dev_fraction"):
+        for key in ("test_fraction", "dev_fraction", "align_fraction"):
             if not 0 <= getattr(self, key) < 1:
                 raise DataError(f"{key} {getattr(self, key)} must be in [0, 1)")
-        if self.test_fraction + self.dev_fraction >= 1:
-            raise DataError("test_fraction + dev_fraction must stay below 1 (no room left for training rows)")
+        if self.test_fraction + self.dev_fraction + self.align_fraction >= 1:
+            raise DataError("test_fraction + dev_fraction + align_fraction must stay below 1 (no room left for "
+                            "training rows)")
         if self.templated_pairs < 0:
             raise DataError(f"templated_pairs {self.templated_pairs} must be 0 (none) or a positive count")
         unknown = [kind for kind in self.dpo_kinds if kind not in DPO_KINDS]
@@ -166,7 +170,8 @@ def build_dataset(config: BuildConfig, extras: Sequence[BuildExtra] = ()) -> dic
     grid = PromptGrid(langs, config.prompts_dir, seed=config.seed)
     excluded = {key: "prompt demonstration" for key in grid.demonstration_keys()}
     excluded.update(judge_exemplar_sources(config.judge_exemplars_dir, loaded))
-    every = split_entries(all_entries, config.seed, config.test_fraction, config.dev_fraction, excluded)
+    fractions = (config.test_fraction, config.dev_fraction)
+    every = split_entries(all_entries, config.seed, *fractions, excluded, config.align_fraction)
     check_no_leak(every)
     split = Split(*([e for e in every.side(side) if e.lang in langs] for side in SPLITS),
                   [(e, why) for e, why in every.excluded if e.lang in langs])
@@ -182,14 +187,14 @@ def build_dataset(config: BuildConfig, extras: Sequence[BuildExtra] = ()) -> dic
         if len(pairs) < config.templated_pairs:
             notes.append(f"templated_pairs={config.templated_pairs} asks for more pairs than the templates give for "
                          f"{', '.join(langs)}: all {len(pairs)} written")
-        templated = split_entries(pairs_to_entries(pairs), config.seed, config.test_fraction, config.dev_fraction)
+        templated = split_entries(pairs_to_entries(pairs), config.seed, *fractions, None, config.align_fraction)
         every_templated = templated
         if set(loaded) != set(langs):  # the extras' languages get as many pairs each as the build's own
             more = tuple(lang for lang in loaded if lang not in langs)
             extra_pairs = generate_pairs(more, max_pairs=config.templated_pairs * len(more) // len(langs),
                                          seed=config.seed)
-            every_templated = split_entries(pairs_to_entries([*pairs, *extra_pairs]), config.seed,
-                                            config.test_fraction, config.dev_fraction)
+            every_templated = split_entries(pairs_to_entries([*pairs, *extra_pairs]), config.seed, *fractions, None,
+                                            config.align_fraction)
 
     prompts = TrainingPrompts(grid, config.seed, config.train_configs, config.train_shots)
     rows: dict[str, dict[str, list[dict]]] = {"sft": {}, "dpo": {}}
@@ -201,9 +206,13 @@ def build_dataset(config: BuildConfig, extras: Sequence[BuildExtra] = ()) -> dic
             dpo_rows(tqdm(side_entries, desc=f"rows ({side})", unit="entry", disable=not config.progress),
                      prompts, config.dpo_kinds)
         )
+    # the align side's prompts, rendered as its SFT rows would be, for on-policy sampling only: no trainer reads
+    # this folder (its targets are there because a prompt row is an SFT row without a trainer)
+    align_prompts = list(sft_rows(split.align + templated.align, prompts))
 
     manifest = _manifest(config, split, templated, rows, started)
     manifest["counts"]["templated_pairs"] = {"asked": config.templated_pairs, "written": len(pairs)}
+    manifest["counts"]["onpolicy_prompts"] = {"align": _counts(align_prompts, "lang", "set")}
     manifest["notes"] = notes
     parts = BuildParts(
         {side: every.side(side) + every_templated.side(side) for side in SPLITS},
@@ -215,7 +224,11 @@ def build_dataset(config: BuildConfig, extras: Sequence[BuildExtra] = ()) -> dic
         for kind in ("sft", "dpo"):
             for side, side_rows in rows[kind].items():
                 _write_lines(tmp / kind / f"{side}.jsonl", side_rows)
-        for side in ("test", "dev", "train"):  # train: the entries on-policy alignment samples for
+        if align_prompts:
+            _write_lines(tmp / "onpolicy" / "align.jsonl", align_prompts)
+        for side in SPLITS:  # train or align: the entries on-policy alignment samples for
+            if side == "align" and not config.align_fraction:
+                continue
             _write_lines(tmp / "eval" / f"mgente_{side}.jsonl", [e.to_record() for e in split.side(side)])
             _write_lines(tmp / "eval" / f"templated_{side}.jsonl", [e.to_record() for e in templated.side(side)])
         if pairs:

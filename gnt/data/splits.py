@@ -4,6 +4,10 @@ Rows are grouped before splitting: rows sharing an English source (by content ha
 group, and a templated group is everything built from one adjective (in all languages), so a held-out adjective
 is never seen in training. A group's side comes from a hash of (seed, group key), which is stable when the data
 grows: adding rows never moves an existing source to the other side.
+
+A fourth side, ``align``, is empty unless a build asks for it: English sources kept out of SFT and the
+off-policy preference rows so that on-policy alignment samples the policy on sources it was not fitted to (on
+its own training sources a fitted policy mostly reproduces the reference, and its samples tell little apart).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from dataclasses import dataclass, field
 
 from gnt.data.entry import Entry
 
-SPLITS = ("train", "dev", "test")
+SPLITS = ("train", "dev", "test", "align")
 
 
 def group_key(entry: Entry) -> str:
@@ -52,13 +56,16 @@ def _group_entries(entries: list[Entry]) -> dict[str, list[Entry]]:
     return groups
 
 
-def side_of(group: str, seed: int, test_fraction: float, dev_fraction: float) -> str:
-    """Deterministic side of a group: a uniform number from its hash against the fractions."""
+def side_of(group: str, seed: int, test_fraction: float, dev_fraction: float, align_fraction: float = 0.0) -> str:
+    """Deterministic side of a group: a uniform number from its hash against the fractions (test first, then dev,
+    then align, so a build that adds an align side keeps every test and dev source where it was)."""
     value = int(hashlib.sha256(f"{seed}|{group}".encode()).hexdigest()[:13], 16) / 16**13
     if value < test_fraction:
         return "test"
     if value < test_fraction + dev_fraction:
         return "dev"
+    if value < test_fraction + dev_fraction + align_fraction:
+        return "align"
     return "train"
 
 
@@ -69,6 +76,7 @@ class Split:
     train: list[Entry] = field(default_factory=list)
     dev: list[Entry] = field(default_factory=list)
     test: list[Entry] = field(default_factory=list)
+    align: list[Entry] = field(default_factory=list)
     excluded: list[tuple[Entry, str]] = field(default_factory=list)
 
     def side(self, name: str) -> list[Entry]:
@@ -81,10 +89,12 @@ def split_entries(
     test_fraction: float = 0.2,
     dev_fraction: float = 0.1,
     excluded_sources: Mapping[str, str] | None = None,
+    align_fraction: float = 0.0,
 ) -> Split:
     """Split entries by group; any group holding an excluded source key is left out entirely with its reason."""
-    if not 0 <= test_fraction < 1 or not 0 <= dev_fraction < 1 or test_fraction + dev_fraction >= 1:
-        raise ValueError("test_fraction and dev_fraction must be in [0, 1) and leave room for training")
+    fractions = (test_fraction, dev_fraction, align_fraction)
+    if not all(0 <= f < 1 for f in fractions) or sum(fractions) >= 1:
+        raise ValueError("test_fraction, dev_fraction and align_fraction must be in [0, 1) and leave room for training")
     excluded_sources = excluded_sources or {}
     result = Split()
     for group, members in sorted(_group_entries(list(entries)).items()):
@@ -92,7 +102,7 @@ def split_entries(
         if reason:
             result.excluded.extend((e, reason) for e in members)
             continue
-        result.side(side_of(group, seed, test_fraction, dev_fraction)).extend(members)
+        result.side(side_of(group, seed, test_fraction, dev_fraction, align_fraction)).extend(members)
     return result
 
 

@@ -264,7 +264,8 @@ def distilled_examples(paths: Sequence[str | Path], sides: Mapping[str, str],
                 continue
             side = sides.get(source_key(source))
             if side not in ("train", "dev"):
-                where = "a held-out (test) source" if side == "test" else "not a source of this build"
+                where = {"test": "a held-out (test) source", "align": "an align-side source (kept out of training "
+                         "for on-policy sampling)"}.get(str(side), "not a source of this build")
                 errors.append(DataError(f"source {source[:60]!r} is {where}: distilled judgments must come from the "
                                         "build's training or dev sources", str(path), line, "source"))
                 continue
