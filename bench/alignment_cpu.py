@@ -6,9 +6,10 @@ seed. This runs, on 2 CPU cores with Gemma 3 270M (the demo's model and data):
 
 1. the demo's data build and its learned judge (trained once, validated on the held-out references of every
    language: the instrument, never trained or tuned on the rows it scores);
-2. per seed, the demo's SFT (``recipes/gemma270m.yaml seed=S``);
-3. per alignment variant and seed, ``train/onpolicy.py`` from that SFT adapter (the variants of a seed share its
-   samples and verdicts: they differ in their DPO keys), then SFT and every variant scored in one folder on the
+2. per seed, the demo's SFT (``recipes/gemma270m.yaml seed=S``), and for variants on another build (``BUILDS``:
+   one with an align side, sources kept out of SFT for on-policy sampling) the same SFT on that build;
+3. per alignment variant and seed, ``train/onpolicy.py`` from its build's SFT adapter (the variants of a seed and
+   build share its samples and verdicts), then every SFT and variant scored in one folder on the
    **dev** rows (mGeNTE dev of it and es, and the templated dev rows: the dev split alone is small): Set-N GNT
    accuracy judged by the learned judge with inadequate translations counted as failures, label balanced
    accuracy, chrF++;
@@ -16,7 +17,9 @@ seed. This runs, on 2 CPU cores with Gemma 3 270M (the demo's model and data):
    stage rule (gnt.alignment.stage_choice: the demo's own) is the chosen one; none passing, the best is still
    confirmed on test and the record says alignment did not earn its place on dev;
 5. only the chosen variant, per seed, against its SFT start on the held-out **test** rows (it, es): paired
-   bootstrap (rows resampled) of each difference, with the goals below.
+   bootstrap (rows resampled) of each difference, with the goals below. A variant on another build is also
+   compared with the demo's SFT (``paired_vs_demo_sft``): its SFT start learnt from fewer sources, and the
+   demo would adopt it only if the pair beats the SFT it trains now.
 
 Every variant tried is kept in the record with its settings, seeds and dev figures, and the commit.
 
@@ -49,10 +52,17 @@ JUDGE, SFT, ONPOLICY, EVAL = ("recipes/judge-gemma270m.yaml", "recipes/gemma270m
 SAME_LABEL = ("pairing=same_label", "prompts_per_round=192", "dpo.max_steps=16", "dpo.save_steps=16")
 MGENTE_SAME_LABEL = ("templated=false", "pairing=same_label", "prompts_per_round=128", "dpo.max_steps=16",
                      "dpo.save_steps=16", "dpo.learning_rate=5e-5")
+BUILDS: dict[str, tuple[str, ...]] = {"demo": (), "align15": ("align_fraction=0.15",)}
+"""Data builds a variant may start from, as flags over the demo's. ``align15`` moves 15% of all English sources
+(about a fifth of the training ones; test and dev stay) to the align side: SFT never sees them, and on-policy
+sampling with ``prompt_split=align`` draws its prompts from them."""
+VARIANT_BUILD = {"align15_k4": "align15"}
+"""The build of each variant not on the demo's."""
 VARIANTS: dict[str, tuple[str, ...]] = {
     "k4": (),
     "k4_dpo16": ("dpo.max_steps=16", "dpo.save_steps=16"),
     "k8": ("samples_per_prompt=8",),
+    "align15_k4": ("prompt_split=align",),
     "same_label_lr1e-4": (*SAME_LABEL, "dpo.learning_rate=1e-4"),
     "same_label_lr5e-5": (*SAME_LABEL, "dpo.learning_rate=5e-5"),
     "mgente_same_label": MGENTE_SAME_LABEL,
@@ -65,7 +75,10 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 temperature 0.8, the three rewards, best against worst of all samples, 8 DPO steps of 8 pairs at 5e-5). ``k8``
 samples 8 per prompt on the same prompts (its first 4 are k4's, served from the cache): from the 150-step SFT
 every sample has the right label, so a pair needs two samples the judge or the adequacy bar tell apart, and in the
-demo's round at f2c8d4f 51 of 64 prompts were ties. The
+demo's round at f2c8d4f 51 of 64 prompts were ties. ``align15_k4`` is the demo's round on the ``align15`` build,
+sampling the sources its SFT never saw: on its own training sources the 150-step SFT's samples had the right
+label every time and passed the adequacy bar 98% of the time (k4's counts at bd99f57), so pairs came from the
+judge's verdict alone. The
 ``same_label`` ones pair samples of the right label only (the translation is all a pair differs in), from 192
 prompts, over 16 steps. ``mgente_same_label`` samples mGeNTE training entries only (no templated ones): in the
 same_label run at 08f87cd, one seed's pairs were mostly templated Set-G ones whose preferred gendered forms pulled
@@ -111,6 +124,24 @@ def data_and_judge(out: Path) -> tuple[Path, Path, Path]:
     run_command(python("eval/judge.py", "validate", JUDGE, f"judge_adapter={judge}",
                        f"data={data / 'eval' / 'judge_references.jsonl'}", f"validation={validation}"))
     return data, judge, validation
+
+
+def build_of(variant: str) -> str:
+    return VARIANT_BUILD.get(variant, "demo")
+
+
+def data_of(out: Path, build: str) -> Path:
+    """The data folder of a build (the demo's is ``data_and_judge``'s), built when not there yet."""
+    if build == "demo":
+        return out / "data"
+    data = out / f"data-{build}"
+    if not (data / "manifest.json").is_file():
+        run_command(python("data/build.py", f"out_dir={data}", *BUILD, *BUILDS[build]))
+    return data
+
+
+def sft_of(out: Path, build: str, seed: int) -> Path:
+    return out / "runs" / (f"sft-{seed}" if build == "demo" else f"sft-{build}-{seed}")
 
 
 @dataclass
@@ -173,28 +204,35 @@ def _bench(call: Call) -> int:
     args = call.build(AlignmentCpuOptions)
     out = Path(args.out_dir or ROOT / "outputs" / "bench-alignment")
     started = time.perf_counter()
+    builds = [b for b in BUILDS if b == "demo" or any(build_of(v) == b for v in args.variants)]
     found_before = {str(p.relative_to(out)): reused(p)
-                    for p in [out / "runs" / "judge", *(out / "runs" / f"sft-{s}" for s in args.seeds)]}
-    data, judge, validation = data_and_judge(out)
+                    for p in [out / "runs" / "judge", *(sft_of(out, b, s) for s in args.seeds for b in builds)]}
+    _, judge, validation = data_and_judge(out)  # the judge learns from the demo's build: the align side is in it
+    data = {b: data_of(out, b) for b in builds}
     dev: dict[str, dict[str, Any]] = {}
     for seed in args.seeds:
-        sft = out / "runs" / f"sft-{seed}"
-        run_command(python("train/sft.py", SFT, f"data_dir={data}", f"output_dir={sft}", f"seed={seed}", "report_to=none"))
+        sfts = {b: sft_of(out, b, seed) for b in builds}
+        for b, sft in sfts.items():
+            run_command(python("train/sft.py", SFT, f"data_dir={data[b]}", f"output_dir={sft}", f"seed={seed}",
+                               "report_to=none"))
         aligned = {variant: out / "runs" / f"{variant}-{seed}" for variant in args.variants}
-        for variant, folder in aligned.items():  # the variants share the SFT policy's samples and verdicts
-            run_command(python("train/onpolicy.py", ONPOLICY, f"policy={sft}", f"data_dir={data}", f"output_dir={folder}",
-                     f"cache_dir={out / 'cache' / f'sft-{seed}'}", f"seed={seed}",
-                     f"judge_keys.judge_adapter={judge}", "progress=false", *VARIANTS[variant]))
-        results = out / "dev" / f"seed-{seed}"  # SFT and every variant in one folder: SFT is generated once
-        evaluate([sft, *(folder / "round-1" for folder in aligned.values())], judge, results, "dev")
+        for variant, folder in aligned.items():  # the variants of a build share its SFT's samples and verdicts
+            b = build_of(variant)
+            cache = out / "cache" / sfts[b].name
+            run_command(python("train/onpolicy.py", ONPOLICY, f"policy={sfts[b]}", f"data_dir={data[b]}",
+                               f"output_dir={folder}", f"cache_dir={cache}", f"seed={seed}",
+                               f"judge_keys.judge_adapter={judge}", "progress=false", *VARIANTS[variant]))
+        results = out / "dev" / f"seed-{seed}"  # every SFT and variant in one folder: each is generated once
+        evaluate([*sfts.values(), *(folder / "round-1" for folder in aligned.values())], judge, results, "dev")
         found = model_figures(results)
-        sft_name = adapter_name(sft)
+        demo_sft = found[adapter_name(sfts["demo"])]
         for variant, folder in aligned.items():
-            name = adapter_name(folder / "round-1")
+            start, name = found[adapter_name(sfts[build_of(variant)])], adapter_name(folder / "round-1")
             dev.setdefault(variant, {})[str(seed)] = {
-                "sft": found[sft_name], "aligned": found[name],
-                "delta": delta(found[name], found[sft_name]),
+                "sft": start, "aligned": found[name], "delta": delta(found[name], start),
                 "onpolicy": read_json(folder / "onpolicy.json")["rounds"]["1"]["counts"],
+                **({"demo_sft": demo_sft, "delta_vs_demo_sft": delta(found[name], demo_sft)}
+                   if build_of(variant) != "demo" else {}),
             }
 
     def mean_delta(variant: str) -> dict[str, float | None]:
@@ -206,13 +244,17 @@ def _bench(call: Call) -> int:
     chosen = max(earned or args.variants, key=lambda v: mean_delta(v)["gnt_n_adequate"] or -1.0)
     test: dict[str, Any] = {}
     for seed in args.seeds:
-        sft, aligned = out / "runs" / f"sft-{seed}", out / "runs" / f"{chosen}-{seed}" / "round-1"
+        sft, aligned = sft_of(out, build_of(chosen), seed), out / "runs" / f"{chosen}-{seed}" / "round-1"
+        demo_sft = sft_of(out, "demo", seed)
         results = out / "test" / f"seed-{seed}"  # one folder per seed, as on dev: SFT is generated once per seed
-        evaluate([sft, aligned], judge, results, "test")
+        evaluate(list(dict.fromkeys([sft, aligned, demo_sft])), judge, results, "test")
         sft_name, aligned_name = adapter_name(sft), adapter_name(aligned)
         found = model_figures(results)
         test[str(seed)] = {"sft": found[sft_name], "aligned": found[aligned_name],
                            "paired": paired(results, sft_name, aligned_name)}
+        if demo_sft != sft:
+            test[str(seed)] |= {"demo_sft": found[adapter_name(demo_sft)],
+                                "paired_vs_demo_sft": paired(results, adapter_name(demo_sft), aligned_name)}
     met = {
         "gnt_n_adequate": all((t["paired"]["gnt_n_adequate"] or {}).get("delta", 0) > 0
                               and t["paired"]["gnt_n_adequate"]["p"] < 0.05 for t in test.values()),
@@ -233,7 +275,9 @@ def _bench(call: Call) -> int:
     record = {
         "seeds": args.seeds, "final_stage": final,
         "test_mean_sd": {"sft": over_seeds("sft"), "aligned": over_seeds("aligned")}, "variants": {v: list(VARIANTS[v]) for v in args.variants},
-        "recipes": {"judge": JUDGE, "sft": SFT, "onpolicy": ONPOLICY, "eval": EVAL, "build": list(BUILD)},
+        "builds": {b: list(BUILDS[b]) for b in builds},
+        "variant_builds": {v: build_of(v) for v in args.variants},
+        "recipes": {"judge": JUDGE, "sft": SFT, "onpolicy": ONPOLICY, "eval": EVAL, "build": list(BUILD)},  # the demo's build flags
         "judge_validation": read_json(validation),
         "dev": dev, "dev_mean_delta": {v: mean_delta(v) for v in args.variants}, "chosen": chosen,
         "alignment_earned_on_dev": chosen in earned, "choice_rule": {

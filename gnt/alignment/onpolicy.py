@@ -167,7 +167,7 @@ def training_prompts(data_dir: Path, templated: bool, split: str = "train") -> l
     rendered with."""
     rendered = data_dir / PROMPT_FILES[split]
     if not rendered.is_file():
-        fix = (f"rebuild it with `python data/build.py out_dir={data_dir} align_fraction=0.2` (a share of the "
+        fix = (f"rebuild it with `python data/build.py out_dir={data_dir} align_fraction=0.15` (a share of the "
                "training sources kept for on-policy sampling)" if split == "align" else
                f"rebuild the data with `python data/build.py out_dir={data_dir}`")
         raise RecipeError(f"prompt_split={split}: {rendered} is missing: {fix}")
