@@ -77,8 +77,8 @@ samples 8 per prompt on the same prompts (its first 4 are k4's, served from the 
 every sample has the right label, so a pair needs two samples the judge or the adequacy bar tell apart, and in the
 demo's round at f2c8d4f 51 of 64 prompts were ties. ``align15_k4`` is the demo's round on the ``align15`` build,
 sampling the sources its SFT never saw: on its own training sources the 150-step SFT's samples had the right
-label every time and passed the adequacy bar 98% of the time (k4's counts at bd99f57), so pairs came from the
-judge's verdict alone. The
+label every time and passed the adequacy bar 98% of the time (k4's counts at bd99f57; three quarters of them
+templated), so pairs came mostly from the judge's verdict. The
 ``same_label`` ones pair samples of the right label only (the translation is all a pair differs in), from 192
 prompts, over 16 steps. ``mgente_same_label`` samples mGeNTE training entries only (no templated ones): in the
 same_label run at 08f87cd, one seed's pairs were mostly templated Set-G ones whose preferred gendered forms pulled
