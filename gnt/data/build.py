@@ -170,8 +170,9 @@ def build_dataset(config: BuildConfig, extras: Sequence[BuildExtra] = ()) -> dic
     grid = PromptGrid(langs, config.prompts_dir, seed=config.seed)
     excluded = {key: "prompt demonstration" for key in grid.demonstration_keys()}
     excluded.update(judge_exemplar_sources(config.judge_exemplars_dir, loaded))
-    fractions = (config.test_fraction, config.dev_fraction)
-    every = split_entries(all_entries, config.seed, *fractions, excluded, config.align_fraction)
+    fractions = {"test_fraction": config.test_fraction, "dev_fraction": config.dev_fraction,
+                 "align_fraction": config.align_fraction}
+    every = split_entries(all_entries, config.seed, excluded_sources=excluded, **fractions)
     check_no_leak(every)
     split = Split(*([e for e in every.side(side) if e.lang in langs] for side in SPLITS),
                   [(e, why) for e, why in every.excluded if e.lang in langs])
@@ -187,14 +188,13 @@ def build_dataset(config: BuildConfig, extras: Sequence[BuildExtra] = ()) -> dic
         if len(pairs) < config.templated_pairs:
             notes.append(f"templated_pairs={config.templated_pairs} asks for more pairs than the templates give for "
                          f"{', '.join(langs)}: all {len(pairs)} written")
-        templated = split_entries(pairs_to_entries(pairs), config.seed, *fractions, None, config.align_fraction)
+        templated = split_entries(pairs_to_entries(pairs), config.seed, **fractions)
         every_templated = templated
         if set(loaded) != set(langs):  # the extras' languages get as many pairs each as the build's own
             more = tuple(lang for lang in loaded if lang not in langs)
             extra_pairs = generate_pairs(more, max_pairs=config.templated_pairs * len(more) // len(langs),
                                          seed=config.seed)
-            every_templated = split_entries(pairs_to_entries([*pairs, *extra_pairs]), config.seed, *fractions, None,
-                                            config.align_fraction)
+            every_templated = split_entries(pairs_to_entries([*pairs, *extra_pairs]), config.seed, **fractions)
 
     prompts = TrainingPrompts(grid, config.seed, config.train_configs, config.train_shots)
     rows: dict[str, dict[str, list[dict]]] = {"sft": {}, "dpo": {}}

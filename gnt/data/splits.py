@@ -6,8 +6,8 @@ is never seen in training. A group's side comes from a hash of (seed, group key)
 grows: adding rows never moves an existing source to the other side.
 
 A fourth side, ``align``, is empty unless a build asks for it: English sources kept out of SFT and the
-off-policy preference rows so that on-policy alignment samples the policy on sources it was not fitted to (on
-its own training sources a fitted policy mostly reproduces the reference, and its samples tell little apart).
+off-policy preference rows so that on-policy alignment can sample the policy on sources it was not fitted to
+(where it makes the label and translation faults it makes on new sentences).
 """
 
 from __future__ import annotations
