@@ -63,6 +63,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "k4_dpo16": ("dpo.max_steps=16", "dpo.save_steps=16"),
     "k8": ("samples_per_prompt=8",),
     "align15_k4": ("prompt_split=align",),
+    "mgente_k8": ("templated=false", "samples_per_prompt=8"),
     "same_label_lr1e-4": (*SAME_LABEL, "dpo.learning_rate=1e-4"),
     "same_label_lr5e-5": (*SAME_LABEL, "dpo.learning_rate=5e-5"),
     "mgente_same_label": MGENTE_SAME_LABEL,
@@ -90,9 +91,11 @@ mgente_same_label's samples and verdicts. ``mgente_verdict`` pairs those same sa
 (``pairing: verdict``: both sides adequate with the right label, one the judge accepts against one it rejects) with
 the same supervised term, 8 steps: in the mgente_same_label run at 3d08d6a most pairs set a good translation
 against a broken one, and only 8 to 22 prompts per seed gave a Set-N neutral rewrite beside an adequate gendered
-one. A run tries :data:`TRIED_NOW`; the record keeps what earlier runs tried
+one. ``mgente_k8`` is ``k8`` on mGeNTE training prompts only: from the 150-step SFT three quarters of k8's prompts
+and half its pairs were templated, its dev gain was on the templated rows alone, and the test rows are all real
+sentences (bd99f57 record, read per origin). A run tries :data:`TRIED_NOW`; the record keeps what earlier runs tried
 (``earlier``)."""
-TRIED_NOW = ["k4", "k8"]
+TRIED_NOW = ["k8", "mgente_k8"]
 TESTS = {"gnt_n_adequate": ("gnt_accuracy_adequate", "Set-N"), "label_bal": ("label_balanced_accuracy", None),
          "chrf": ("chrf", None), "label_g": ("label_accuracy", "Set-G"), "label_n": ("label_accuracy", "Set-N")}
 GOALS = {
@@ -163,7 +166,8 @@ def earlier_runs(path: Path) -> list[dict[str, Any]]:
     figures = old.get("figures", {})
     run = {"commit": old.get("environment", {}).get("git", {}).get("commit"), "date": old.get("date"),
            "seeds": figures.get("seeds"), "variants": figures.get("variants"),
-           "dev_mean_delta": figures.get("dev_mean_delta"), "chosen": figures.get("chosen"),
+           "dev_mean_delta": figures.get("dev_mean_delta"),
+           "dev_mean_delta_by_origin": figures.get("dev_mean_delta_by_origin"), "chosen": figures.get("chosen"),
            "alignment_earned_on_dev": figures.get("alignment_earned_on_dev"),
            "test_delta_mean_sd": figures.get("test_delta_mean_sd"), "goals_met": figures.get("goals_met")}
     return [*figures.get("earlier", []), run]
@@ -200,6 +204,42 @@ def paired(results: Path, sft: str, aligned: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+ORIGINS = {"mgente": lambda row_id: not row_id.startswith("tpl-"), "templated": lambda row_id: row_id.startswith("tpl-")}
+"""The two origins of the dev rows, told apart by row id (templated ids start ``tpl-``). The dev choice reads all of
+them together, and the templated ones are three quarters of its Set-N rows; the test rows are all mGeNTE."""
+
+
+def origin_figures(results: Path, names: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per model and origin: each tested figure's mean over that origin's outputs and how many there are (label
+    balanced accuracy as the mean of the two sets' label accuracies, its definition)."""
+    from gnt.report.collect import collect
+    from gnt.report.significance import row_values
+
+    models = {m.name: m for m in collect(results).models}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for name in names:
+        for origin, belongs in ORIGINS.items():
+            figures: dict[str, Any] = {}
+            for key, metric in TESTS.items():
+                if key == "label_bal":
+                    continue
+                values = [v for k, v in row_values(models[name], metric, None).items() if belongs(k.split("|")[1])]
+                figures[key] = statistics.mean(values) if values else None
+                figures[f"{key}_n"] = len(values)
+            g, n = figures["label_g"], figures["label_n"]
+            figures["label_bal"] = None if g is None or n is None else (g + n) / 2
+            out.setdefault(name, {})[origin] = figures
+    return out
+
+
+def origin_delta(aligned: dict[str, dict[str, Any]], start: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for origin in ORIGINS:
+        a, b = aligned[origin], start[origin]
+        out[origin] = {key: None if a.get(key) is None or b.get(key) is None else a[key] - b[key] for key in TESTS}
+    return out
+
+
 def _bench(call: Call) -> int:
     args = call.build(AlignmentCpuOptions)
     out = Path(args.out_dir or ROOT / "outputs" / "bench-alignment")
@@ -225,11 +265,14 @@ def _bench(call: Call) -> int:
         results = out / "dev" / f"seed-{seed}"  # every SFT and variant in one folder: each is generated once
         evaluate([*sfts.values(), *(folder / "round-1" for folder in aligned.values())], judge, results, "dev")
         found = model_figures(results)
+        per_origin = origin_figures(results, list(found))
         demo_sft = found[adapter_name(sfts["demo"])]
         for variant, folder in aligned.items():
             start, name = found[adapter_name(sfts[build_of(variant)])], adapter_name(folder / "round-1")
             dev.setdefault(variant, {})[str(seed)] = {
                 "sft": start, "aligned": found[name], "delta": delta(found[name], start),
+                "by_origin": {"sft": per_origin[adapter_name(sfts[build_of(variant)])], "aligned": per_origin[name],
+                              "delta": origin_delta(per_origin[name], per_origin[adapter_name(sfts[build_of(variant)])])},
                 "onpolicy": read_json(folder / "onpolicy.json")["rounds"]["1"]["counts"],
                 **({"demo_sft": demo_sft, "delta_vs_demo_sft": delta(found[name], demo_sft)}
                    if build_of(variant) != "demo" else {}),
@@ -238,6 +281,13 @@ def _bench(call: Call) -> int:
     def mean_delta(variant: str) -> dict[str, float | None]:
         values = {key: [dev[variant][str(s)]["delta"][key] for s in args.seeds] for key in TESTS}
         return {key: None if None in v else statistics.mean(v) for key, v in values.items()}  # type: ignore[type-var]
+
+    def mean_origin_delta(variant: str) -> dict[str, dict[str, float | None]]:
+        out: dict[str, dict[str, float | None]] = {}
+        for origin in ORIGINS:
+            values = {key: [dev[variant][str(s)]["by_origin"]["delta"][origin][key] for s in args.seeds] for key in TESTS}
+            out[origin] = {key: None if None in v else statistics.mean(v) for key, v in values.items()}
+        return out
 
     rule = StageRule()
     earned = [v for v in args.variants if not rule.failures(mean_delta(v))]
@@ -279,7 +329,8 @@ def _bench(call: Call) -> int:
         "variant_builds": {v: build_of(v) for v in args.variants},
         "recipes": {"judge": JUDGE, "sft": SFT, "onpolicy": ONPOLICY, "eval": EVAL, "build": list(BUILD)},  # the demo's build flags
         "judge_validation": read_json(validation),
-        "dev": dev, "dev_mean_delta": {v: mean_delta(v) for v in args.variants}, "chosen": chosen,
+        "dev": dev, "dev_mean_delta": {v: mean_delta(v) for v in args.variants},
+        "dev_mean_delta_by_origin": {v: mean_origin_delta(v) for v in args.variants}, "chosen": chosen,
         "alignment_earned_on_dev": chosen in earned, "choice_rule": {
             "rule": asdict(rule), "text": "best mean dev gain in Set-N GNT accuracy (inadequate = wrong) among the "
             "variants whose mean dev deltas pass the rule (gnt.alignment.stage_choice.StageRule); none passing: the "
