@@ -448,6 +448,7 @@ class EvalRecord(PartRecord, total=False):
     generation_format: str
     model: ModelDescription
     model_id: str
+    base_identity: str  # the base model's content identity (gnt.generation.identity.model_identity)
     global_step: int | None
     backend: dict[str, Any]
     decoding: dict[str, Any]

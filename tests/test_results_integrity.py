@@ -265,3 +265,28 @@ def test_an_adapter_retrained_in_place_is_evaluated_again(tmp_path: Path, tiny_m
     assert f"its results are of adapter weights {first}, {adapter.resolve()} holds {second} now" in caplog.text
     run_sweep(config(), backend_factory=lambda c, b, a: _backend())
     assert recorded_hash() == second and complete() is not None
+
+
+def test_a_local_base_model_replaced_in_place_is_evaluated_again(tiny_model_dir: Path, tmp_path: Path,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """A base model folder overwritten under the same path (a re-export, a new snapshot) no longer vouches for the
+    results computed from the old files; an untouched one keeps them, and so does a record of a hub id."""
+    import shutil
+
+    from gnt.evaluation.step import base_changed
+
+    base = Path(shutil.copytree(tiny_model_dir, tmp_path / "base-model"))
+    out = tmp_path / "eval"
+    sweep(out, base)
+    assert grid_complete(out, base) is not None, "untouched: complete"
+    record = read_json(out / "base" / "record.json")
+    assert str(record["base_identity"]).startswith("base-model@")
+    config = read_json(base / "config.json")
+    write_json(base / "config.json", {**config, "max_position_embeddings": config["max_position_embeddings"] * 2})
+    with caplog.at_level(logging.WARNING):
+        assert grid_complete(out, base) is None
+    assert "its results are of base model base-model@" in caplog.text and "evaluated again" in caplog.text
+    sweep(out, base)
+    assert grid_complete(out, base) is not None, "evaluated against the new files: complete again"
+    assert base_changed({"base_identity": "Qwen/Qwen2.5-0.5B@main"}, "Qwen/Qwen2.5-0.5B", {}) is None
+    assert base_changed({}, str(base), {}) is None, "a record from before the identity was kept is not checked"

@@ -73,6 +73,7 @@ from gnt.evaluation.shard import (
 )
 from gnt.filenames import GENERATIONS, METRICS, RECORD
 from gnt.generation.base import Constraint, DecodingParams, Generation, GenerationRequest
+from gnt.generation.identity import model_identity
 from gnt.io import hash_json, write_json
 from gnt.output_format import output_regex
 from gnt.prompts.grid import Cell, GridPrompt, PromptGrid
@@ -231,6 +232,7 @@ class GridTask:
             "generation_format": RECORD_FORMAT,
             "model": model.describe(),
             "model_id": backend.model_id,
+            "base_identity": model_identity(model.base_model),
             "global_step": model.global_step,
             "backend": backend.describe(),
             "decoding": asdict(self.params),
