@@ -39,7 +39,7 @@ from typing import Any
 
 from record import bench_command, conclude, module_at
 
-from gnt.alignment.stage_choice import StageRule, delta, model_figures
+from gnt.alignment.stage_choice import ORIGINS, StageRule, delta, model_figures, origin_figures
 from gnt.cli.command import Call
 from gnt.evaluation.discovery import adapter_name
 from gnt.io import read_json
@@ -204,40 +204,8 @@ def paired(results: Path, sft: str, aligned: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-ORIGINS = {"mgente": lambda row_id: not row_id.startswith("tpl-"), "templated": lambda row_id: row_id.startswith("tpl-")}
-"""The two origins of the dev rows, told apart by row id (templated ids start ``tpl-``). The dev choice reads all of
-them together, and the templated ones are three quarters of its Set-N rows; the test rows are all mGeNTE."""
-
-
-def origin_figures(results: Path, names: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
-    """Per model and origin: each tested figure's mean over that origin's outputs and how many there are (label
-    balanced accuracy as the mean of the two sets' label accuracies, its definition)."""
-    from gnt.report.collect import collect
-    from gnt.report.significance import row_values
-
-    models = {m.name: m for m in collect(results).models}
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for name in names:
-        for origin, belongs in ORIGINS.items():
-            figures: dict[str, Any] = {}
-            for key, metric in TESTS.items():
-                if key == "label_bal":
-                    continue
-                values = [v for k, v in row_values(models[name], metric, None).items() if belongs(k.split("|")[1])]
-                figures[key] = statistics.mean(values) if values else None
-                figures[f"{key}_n"] = len(values)
-            g, n = figures["label_g"], figures["label_n"]
-            figures["label_bal"] = None if g is None or n is None else (g + n) / 2
-            out.setdefault(name, {})[origin] = figures
-    return out
-
-
 def origin_delta(aligned: dict[str, dict[str, Any]], start: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for origin in ORIGINS:
-        a, b = aligned[origin], start[origin]
-        out[origin] = {key: None if a.get(key) is None or b.get(key) is None else a[key] - b[key] for key in TESTS}
-    return out
+    return {origin: delta(aligned[origin], start[origin]) for origin in ORIGINS}
 
 
 def _bench(call: Call) -> int:
@@ -265,7 +233,7 @@ def _bench(call: Call) -> int:
         results = out / "dev" / f"seed-{seed}"  # every SFT and variant in one folder: each is generated once
         evaluate([*sfts.values(), *(folder / "round-1" for folder in aligned.values())], judge, results, "dev")
         found = model_figures(results)
-        per_origin = origin_figures(results, list(found))
+        per_origin = origin_figures(results)
         demo_sft = found[adapter_name(sfts["demo"])]
         for variant, folder in aligned.items():
             start, name = found[adapter_name(sfts[build_of(variant)])], adapter_name(folder / "round-1")

@@ -67,3 +67,48 @@ def test_the_report_shows_the_choice_and_its_dev_figures(tmp_path: Path) -> None
     broken.write_text("{")
     assert "could not be read" in _stage_choice_section(str(broken), {})[1].text
     assert ReportConfig().stage_choice is None
+
+
+def test_each_figure_is_kept_per_origin_and_the_origins_add_up_to_the_whole(tmp_path: Path) -> None:
+    """Half the rows of each set made templated (their ids start as templated ids do): each origin's label
+    accuracies are computed over its own outputs, so weighted by their outputs they give the whole folder's."""
+    from _report_fixtures import make_results
+
+    from gnt.alignment.stage_choice import choose_stage, model_figures, origin_figures, origin_of
+    from gnt.data.templated.pairs import TEMPLATED_ID_PREFIX
+    from gnt.results.model_folder import ModelFolder
+
+    def templated_half(row: dict) -> dict:
+        return {**row, "id": f"{TEMPLATED_ID_PREFIX}{row['id']}"} if int(row["id"][-3:]) % 2 else row
+
+    out = make_results(tmp_path / "dev", steps=(4,), rows_per_set=8, langs=("it", "es"), rewrite=templated_half)
+    whole, parts = model_figures(out), origin_figures(out)
+    assert origin_of("tpl-it-000123-amb") == "templated" and origin_of("IT-021") == "mgente"
+    for name in whole:
+        rows = ModelFolder(out, name).generations()
+        for key, set_name in (("label_n", "Set-N"), ("label_g", "Set-G")):
+            n = {origin: sum(1 for r in rows if r["set"] == set_name and origin_of(r["id"]) == origin)
+                 for origin in ("mgente", "templated")}
+            assert n["mgente"] and n["templated"]
+            combined = sum(parts[name][o][key] * n[o] for o in n) / sum(n.values())  # type: ignore[operator]
+            assert combined == pytest.approx(whole[name][key], abs=1e-5)
+        assert parts[name]["mgente"] != parts[name]["templated"], "two subsets, two sets of figures"
+    choice = choose_stage(out, "base", "sft/checkpoint-4")
+    for origin in ("mgente", "templated"):
+        kept = choice["by_origin"][origin]
+        assert kept["sft"] == parts["base"][origin] and kept["aligned"] == parts["sft/checkpoint-4"][origin]
+        assert kept["delta"]["label_n"] == pytest.approx(kept["aligned"]["label_n"] - kept["sft"]["label_n"])
+
+
+def test_the_report_shows_the_dev_figures_per_origin(tmp_path: Path) -> None:
+    choice = _choice("sft", ["because"])
+    choice["by_origin"] = {
+        "mgente": {"sft": {"gnt_n_adequate": 0.75}, "aligned": {"gnt_n_adequate": 0.75}, "delta": {"gnt_n_adequate": 0.0}},
+        "templated": {"sft": {"gnt_n_adequate": 0.75}, "aligned": {"gnt_n_adequate": 0.8}, "delta": {"gnt_n_adequate": 0.05}},
+    }
+    path = tmp_path / "stage_choice.json"
+    path.write_text(json.dumps(choice))
+    table = next(b for b in _stage_choice_section(str(path), {}) if getattr(b, "name", None) == "stage_choice_by_origin")
+    rows = {(r[0], r[1]): r[2:] for r in table.rows if r[0].startswith("GNT acc. Set-N")}
+    assert rows[("GNT acc. Set-N, inadequate = wrong", "templated")] == ["75.0", "80.0", "+5.0"]
+    assert rows[("GNT acc. Set-N, inadequate = wrong", "mgente")] == ["75.0", "75.0", "+0.0"]

@@ -5,6 +5,10 @@ inadequate translation counted as a failure) without paying for it with the gend
 accuracy) or the translation (chrF++). The comparison reads two models of one results folder scored on the **dev**
 split (never test: the test rows are what the final stage is reported on), and the rule is written into the
 choice so a report can say why the chain ends where it does.
+
+The dev rows mix two origins: real mGeNTE sentences and templated ones (with ``templated_rows``, the dev split alone
+being small). The rule reads all of them; the choice also keeps each figure per origin, because a round can move
+the templated rows (short sentences with one profession) and not the real ones, and the test rows are all real.
 """
 
 from __future__ import annotations
@@ -72,6 +76,39 @@ def model_figures(results_dir: str | Path) -> dict[str, dict[str, float | None]]
     return found
 
 
+ORIGINS = ("mgente", "templated")
+"""The origins of held-out rows, told apart by row id (:data:`gnt.data.templated.pairs.TEMPLATED_ID_PREFIX`)."""
+
+
+def origin_of(row_id: str) -> str:
+    from gnt.data.templated.pairs import TEMPLATED_ID_PREFIX
+
+    return "templated" if row_id.startswith(TEMPLATED_ID_PREFIX) else "mgente"
+
+
+def origin_figures(results_dir: str | Path) -> dict[str, dict[str, dict[str, float | None]]]:
+    """Per model of a results folder and per origin of its rows, each compared figure over that origin's outputs
+    (computed from the generations and, where the judge's part is whole, its judgments; None where not measured)."""
+    from gnt.evaluation.metrics import compute_metrics
+    from gnt.filenames import JUDGMENTS
+    from gnt.results.folder import model_names
+    from gnt.results.model_folder import JUDGE, ModelFolder
+
+    found: dict[str, dict[str, dict[str, float | None]]] = {}
+    for name in model_names(results_dir):
+        folder = ModelFolder(Path(results_dir), name)
+        rows = folder.generations()
+        judgments = ({str(j["key"]): j for j in folder.iter_lines(JUDGMENTS)} if folder.check(JUDGE).ok
+                     else None)
+        found[name] = {}
+        for origin in ORIGINS:
+            subset = [row for row in rows if origin_of(str(row["id"])) == origin]
+            if subset:
+                overall = compute_metrics(subset, judgments)["overall"]
+                found[name][origin] = {key: _value(overall, path) for key, (_, _, path) in FIGURES.items()}
+    return found
+
+
 def delta(aligned: dict[str, float | None], sft: dict[str, float | None]) -> dict[str, float | None]:
     return {key: None if aligned.get(key) is None or sft.get(key) is None else aligned[key] - sft[key]  # type: ignore[operator]
             for key in FIGURES}
@@ -87,10 +124,14 @@ def choose_stage(results_dir: str | Path, sft: str, aligned: str, rule: StageRul
         raise ValueError(f"{results_dir}: no results for {', '.join(missing)} (models there: {', '.join(found)})")
     change = delta(found[aligned], found[sft])
     why = rule.failures(change)
+    origins = origin_figures(results_dir)
+    by_origin = {origin: {"sft": origins[sft][origin], "aligned": origins[aligned][origin],
+                          "delta": delta(origins[aligned][origin], origins[sft][origin])}
+                 for origin in ORIGINS if origin in origins[sft] and origin in origins[aligned]}
     return {
         "format": "gnt-align/stage-choice/1", "split": "dev", "results": str(results_dir),
         "final": "aligned" if not why else "sft", "models": {"sft": sft, "aligned": aligned},
-        "figures": {"sft": found[sft], "aligned": found[aligned], "delta": change},
+        "figures": {"sft": found[sft], "aligned": found[aligned], "delta": change}, "by_origin": by_origin,
         "rule": asdict(rule), "reasons": why,
     }
 

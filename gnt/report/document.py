@@ -701,17 +701,27 @@ def _stage_choice_section(path: str | None, data: dict) -> list[Block]:
         return [Heading(2, "Final stage", "stage-choice"), Para(f"The stage choice {path} could not be read "
                                                                 f"({error}).", "warning")]
     figures = choice.get("figures") or {}
-    def shown(key: str, side: str) -> str:  # accuracies in percent, chrF++ on its own scale; one decimal
-        value = (figures.get(side) or {}).get(key)
+
+    def shown(sides: dict, key: str, side: str) -> str:  # accuracies in percent, chrF++ on its own scale; one decimal
+        value = (sides.get(side) or {}).get(key)
         if not isinstance(value, int | float):
             return "—"
         return f"{value if key == 'chrf' else 100 * value:{'+' if side == 'delta' else ''}.1f}"
 
-    rows = [[title, *(shown(key, side) for side in ("sft", "aligned", "delta"))] for key, (title, _, _) in FIGURES.items()]
+    rows = [[title, *(shown(figures, key, side) for side in ("sft", "aligned", "delta"))]
+            for key, (title, _, _) in FIGURES.items()]
     data["stage_choice"] = choice
-    return [Heading(2, "Final stage", "stage-choice"),
-            Para(choice_sentence(choice), "note" if choice.get("final") == "aligned" else "warning"),
-            Table(["dev figure", "SFT", "aligned", "aligned − SFT"], rows, name="stage_choice")]
+    blocks: list[Block] = [Heading(2, "Final stage", "stage-choice"),
+                           Para(choice_sentence(choice), "note" if choice.get("final") == "aligned" else "warning"),
+                           Table(["dev figure", "SFT", "aligned", "aligned − SFT"], rows, name="stage_choice")]
+    by_origin = choice.get("by_origin") or {}
+    if by_origin:
+        origin_rows = [[title, origin, *(shown(found, key, side) for side in ("sft", "aligned", "delta"))]
+                       for key, (title, _, _) in FIGURES.items() for origin, found in by_origin.items()]
+        blocks.append(Table(["dev figure", "rows", "SFT", "aligned", "aligned − SFT"], origin_rows,
+                            "The same figures over the real mGeNTE dev rows and the templated ones apart: the choice "
+                            "reads them together, and the test rows are all real.", name="stage_choice_by_origin"))
+    return blocks
 
 
 def compose(results: Results, out_dir: str | Path, config: ReportConfig) -> Document:

@@ -13,6 +13,10 @@ from gnt.data.entry import LANGUAGES, Entry, Gender, Language
 from gnt.data.templated.adjectives import GENDERS, VARIANTS, Kind, LexiconEntry, Variant, load_lexicon
 from gnt.data.templated.templates import Template, load_templates, render
 
+TEMPLATED_ID_PREFIX = "tpl-"
+"""How every templated pair's id (and so every row built from it) starts: what tells templated rows from mGeNTE ones
+in a results folder."""
+
 
 @dataclass(frozen=True)
 class TemplatedPair:
@@ -90,7 +94,7 @@ def _make_pair(
     number = (t_index * n_adj + a_index) * len(GENDERS) + GENDERS.index(gender)
     target = template.targets[lang]
     return TemplatedPair(
-        pair_id=f"tpl-{lang}-{number:06d}",
+        pair_id=f"{TEMPLATED_ID_PREFIX}{lang}-{number:06d}",
         lang=lang,
         template_id=template.id,
         kind=template.kind,
