@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -169,7 +170,10 @@ def test_align_prompts_are_of_sources_sft_never_saw_and_their_pairs_count_as_tra
 
 def _scripted(config, prompts, policy, round_number, cache):
     """Samples a policy could write: the reference with the right label, then with the wrong one (the tiny model's
-    own outputs are noise, none of which extracts)."""
+    own outputs are noise, none of which extracts). The policy is resolved as the real sampler resolves it."""
+    from gnt.alignment.onpolicy import policy_adapter
+
+    policy_adapter(policy, config.model)
     out = []
     for prompt in prompts:
         entry = prompt.entry
@@ -215,6 +219,14 @@ def test_a_round_pairs_and_trains_and_a_rerun_does_nothing_again(tmp_path: Path,
 
     monkeypatch.setattr(onpolicy, "sample_round", no_sampling)
     assert run_onpolicy(config, say=lambda _msg: None) == final
+
+    # a second round samples the first round's DPO adapter and trains from it (the round count is not a setting:
+    # the finished round is kept)
+    monkeypatch.setattr(onpolicy, "sample_round", _scripted)
+    second = run_onpolicy(replace(config, rounds=2), say=lambda _msg: None)
+    assert second == out / "round-2" and (second / "adapter_config.json").is_file()
+    assert read_json(second / "gnt_run.json")["sft_adapter"].endswith("round-1")
+    assert read_json(out / "onpolicy.json")["rounds"]["2"]["policy"] == str(final.resolve())
 
 
 @pytest.mark.slow

@@ -297,7 +297,7 @@ def policy_adapter(spec: str, model: str | None = None) -> tuple[Any, str]:
     from gnt.training.config import TrainingError
 
     try:
-        found = resolve_sft_adapter(spec)
+        found = resolve_sft_adapter(spec, ("sft", "dpo"))  # the SFT adapter first, then each round's result
     except TrainingError as exc:
         raise RecipeError(str(exc).replace("sft_adapter:", "policy:")) from None
     if model and not same_model(resolve_model(model), found.base_model):

@@ -46,8 +46,12 @@ class SFTAdapter:
     run_record: dict | None
 
 
-def resolve_sft_adapter(spec: str) -> SFTAdapter:
-    """Find the SFT adapter a DPO recipe points to, or say exactly what is missing and how to make it."""
+def resolve_sft_adapter(spec: str, stages: tuple[str, ...] = ("sft",)) -> SFTAdapter:
+    """Find the SFT adapter a DPO recipe points to, or say exactly what is missing and how to make it.
+
+    ``stages``: the training stages the adapter's run may come from. An alignment stage continues SFT, and an
+    on-policy round continues the round before it (a DPO adapter), so those callers pass ``("sft", "dpo")``; a run
+    of any other stage is refused with its stage named."""
     path = Path(spec)
     run_hint = "Run the SFT stage first, e.g. `accelerate launch train/sft.py recipes/tiny.yaml`."
     if not path.exists():
@@ -69,8 +73,9 @@ def resolve_sft_adapter(spec: str) -> SFTAdapter:
         if candidate.is_file():
             record = json.loads(candidate.read_text(encoding="utf-8"))
             break
-    if record is not None and record.get("stage") not in (None, "sft"):
-        raise TrainingError(f"sft_adapter: {spec} comes from a {record.get('stage')} run, not an SFT run")
+    if record is not None and record.get("stage") not in (None, *stages):
+        wanted = " or ".join(stage.upper() for stage in stages)
+        raise TrainingError(f"sft_adapter: {spec} comes from a {record.get('stage')} run, not an {wanted} run")
     return SFTAdapter(path, base, record)
 
 

@@ -26,7 +26,7 @@ REFERENCE_ADAPTER = "ref"
 
 
 def _resolve(setup: Any) -> tuple[str, Any, str]:
-    adapter = resolve_sft_adapter(setup.project.sft_adapter)
+    adapter = resolve_sft_adapter(setup.project.sft_adapter, ("sft", "dpo"))  # on-policy rounds continue the last
     base = adapter.base_model
     spec = setup.model_args.model_name_or_path
     if spec:
