@@ -115,6 +115,23 @@ def test_bad_input_is_one_error_before_any_sampling(tmp_path: Path, eval_tiny_ru
     assert not (tmp_path / "onpolicy").exists(), "nothing written"
 
 
+def test_a_learned_judge_is_refused_as_the_policy(tmp_path: Path, eval_tiny_run: Path) -> None:
+    """A judge is an SFT-stage run too (on the judge's rows): its record says so, and it is not a translator."""
+    import shutil
+
+    from gnt.alignment.onpolicy import policy_adapter
+    from gnt.recipe import RecipeError
+
+    judge = tmp_path / "judge"
+    shutil.copytree(eval_tiny_run / "checkpoint-2", judge)
+    record = json.loads((eval_tiny_run / "gnt_run.json").read_text(encoding="utf-8"))
+    (judge / "gnt_run.json").write_text(json.dumps({**record, "stage": "sft", "data_rows": "judge"}), encoding="utf-8")
+    with pytest.raises(RecipeError, match="policy: .*judge is a learned judge .*data_rows: judge"):
+        policy_adapter(str(judge))
+    (judge / "gnt_run.json").write_text(json.dumps({**record, "stage": "sft", "data_rows": "sft"}), encoding="utf-8")
+    assert policy_adapter(str(judge))[1], "the same adapter as a translation SFT run is a policy"
+
+
 def test_finished_rounds_of_other_settings_are_never_overwritten(tmp_path: Path, eval_tiny_run: Path,
                                                                  eval_data_dir: Path) -> None:
     config = _config(tmp_path, eval_tiny_run, eval_data_dir)

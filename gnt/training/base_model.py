@@ -51,7 +51,7 @@ def resolve_sft_adapter(spec: str, stages: tuple[str, ...] = ("sft",)) -> SFTAda
 
     ``stages``: the training stages the adapter's run may come from. An alignment stage continues SFT, and an
     on-policy round continues the round before it (a DPO adapter), so those callers pass ``("sft", "dpo")``; a run
-    of any other stage is refused with its stage named."""
+    of any other stage is refused with its stage named, and so is a learned judge (an SFT run on the judge's rows)."""
     path = Path(spec)
     run_hint = "Run the SFT stage first, e.g. `accelerate launch train/sft.py recipes/tiny.yaml`."
     if not path.exists():
@@ -76,6 +76,9 @@ def resolve_sft_adapter(spec: str, stages: tuple[str, ...] = ("sft",)) -> SFTAda
     if record is not None and record.get("stage") not in (None, *stages):
         wanted = " or ".join(stage.upper() for stage in stages)
         raise TrainingError(f"sft_adapter: {spec} comes from a {record.get('stage')} run, not an {wanted} run")
+    if record is not None and record.get("data_rows") == "judge":
+        raise TrainingError(f"sft_adapter: {spec} is a learned judge (its run trained on the judge's rows, data_rows: "
+                            "judge), not a translation model; point to the translation SFT run")
     return SFTAdapter(path, base, record)
 
 
