@@ -39,7 +39,7 @@ from typing import Any
 
 from record import bench_command, conclude, module_at
 
-from gnt.alignment.stage_choice import ORIGINS, StageRule, delta, model_figures, origin_figures
+from gnt.alignment.stage_choice import ORIGINS, StageRule, delta, model_figures, origin_delta, origin_figures
 from gnt.cli.command import Call
 from gnt.evaluation.discovery import adapter_name
 from gnt.io import read_json
@@ -214,10 +214,6 @@ def last_round(folder: Path) -> Path:
     return folder / f"round-{max(done)}"
 
 
-def origin_delta(aligned: dict[str, dict[str, Any]], start: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {origin: delta(aligned[origin], start[origin]) for origin in ORIGINS}
-
-
 def _bench(call: Call) -> int:
     args = call.build(AlignmentCpuOptions)
     out = Path(args.out_dir or ROOT / "outputs" / "bench-alignment")
@@ -246,13 +242,14 @@ def _bench(call: Call) -> int:
         per_origin = origin_figures(results)
         demo_sft = found[adapter_name(sfts["demo"])]
         for variant, folder in aligned.items():
-            start, name = found[adapter_name(sfts[build_of(variant)])], adapter_name(last_round(folder))
+            sft_name, name = adapter_name(sfts[build_of(variant)]), adapter_name(last_round(folder))
+            start, rounds = found[sft_name], read_json(folder / "onpolicy.json")["rounds"]
             dev.setdefault(variant, {})[str(seed)] = {
                 "sft": start, "aligned": found[name], "delta": delta(found[name], start),
-                "by_origin": {"sft": per_origin[adapter_name(sfts[build_of(variant)])], "aligned": per_origin[name],
-                              "delta": origin_delta(per_origin[name], per_origin[adapter_name(sfts[build_of(variant)])])},
-                "onpolicy": read_json(folder / "onpolicy.json")["rounds"]["1"]["counts"],
-                "onpolicy_by_round": {n: r["counts"] for n, r in read_json(folder / "onpolicy.json")["rounds"].items()},
+                "by_origin": {"sft": per_origin[sft_name], "aligned": per_origin[name],
+                              "delta": origin_delta(per_origin[name], per_origin[sft_name])},
+                "onpolicy": rounds["1"]["counts"],
+                "onpolicy_by_round": {n: r["counts"] for n, r in rounds.items()},
                 **({"demo_sft": demo_sft, "delta_vs_demo_sft": delta(found[name], demo_sft)}
                    if build_of(variant) != "demo" else {}),
             }

@@ -114,6 +114,12 @@ def delta(aligned: dict[str, float | None], sft: dict[str, float | None]) -> dic
             for key in FIGURES}
 
 
+def origin_delta(aligned: dict[str, dict[str, float | None]],
+                 sft: dict[str, dict[str, float | None]]) -> dict[str, dict[str, float | None]]:
+    """:func:`delta` per origin, over the origins both models have rows of."""
+    return {origin: delta(aligned[origin], sft[origin]) for origin in ORIGINS if origin in aligned and origin in sft}
+
+
 def choose_stage(results_dir: str | Path, sft: str, aligned: str, rule: StageRule | None = None) -> dict[str, Any]:
     """The stage choice of one chain: which of ``sft`` and ``aligned`` (model names in a dev results folder) ends
     it, their dev figures, the rule and the reasons."""
@@ -125,9 +131,10 @@ def choose_stage(results_dir: str | Path, sft: str, aligned: str, rule: StageRul
     change = delta(found[aligned], found[sft])
     why = rule.failures(change)
     origins = origin_figures(results_dir)
-    by_origin = {origin: {"sft": origins[sft][origin], "aligned": origins[aligned][origin],
-                          "delta": delta(origins[aligned][origin], origins[sft][origin])}
+    by_origin = {origin: {"sft": origins[sft][origin], "aligned": origins[aligned][origin]}
                  for origin in ORIGINS if origin in origins[sft] and origin in origins[aligned]}
+    for origin, pair in origin_delta(origins[aligned], origins[sft]).items():
+        by_origin[origin]["delta"] = pair
     return {
         "format": "gnt-align/stage-choice/1", "split": "dev", "results": str(results_dir),
         "final": "aligned" if not why else "sft", "models": {"sft": sft, "aligned": aligned},
