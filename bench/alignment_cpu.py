@@ -197,13 +197,13 @@ def evaluate(adapters: list[Path], judge: Path, results: Path, split: str) -> No
              *(["templated_rows=true"] if split == "dev" else []), "progress=false"))
 
 
-def paired(results: Path, sft: str, aligned: str) -> dict[str, dict[str, Any]]:
+def paired(results: Path, sft: str, aligned: str) -> dict[str, dict[str, Any] | None]:
     """Aligned minus SFT on the same rows, per tested figure: difference, 95% CI, p-value, pairs."""
     from gnt.report.collect import collect
     from gnt.report.significance import compare
 
     models = {m.name: m for m in collect(results).models}
-    out = {}
+    out: dict[str, dict[str, Any] | None] = {}
     for key, metric in TESTS.items():
         result = compare(models[sft], models[aligned], metric, None)
         out[key] = None if result is None else {"delta": result.delta, "ci": [result.lo, result.hi],
@@ -260,7 +260,7 @@ def _bench(call: Call) -> int:
 
     def mean_delta(variant: str) -> dict[str, float | None]:
         values = {key: [dev[variant][str(s)]["delta"][key] for s in args.seeds] for key in TESTS}
-        return {key: None if None in v else statistics.mean(v) for key, v in values.items()}  # type: ignore[type-var]
+        return {key: None if None in v else statistics.mean(v) for key, v in values.items()}
 
     def mean_origin_delta(variant: str) -> dict[str, dict[str, float | None]]:
         out: dict[str, dict[str, float | None]] = {}
@@ -274,17 +274,17 @@ def _bench(call: Call) -> int:
     chosen = max(earned or args.variants, key=lambda v: mean_delta(v)["gnt_n_adequate"] or -1.0)
     test: dict[str, Any] = {}
     for seed in args.seeds:
-        sft, aligned = sft_of(out, build_of(chosen), seed), last_round(out / "runs" / f"{chosen}-{seed}")
-        demo_sft = sft_of(out, "demo", seed)
+        sft_dir, aligned_dir = sft_of(out, build_of(chosen), seed), last_round(out / "runs" / f"{chosen}-{seed}")
+        demo_sft_dir = sft_of(out, "demo", seed)
         results = out / "test" / f"seed-{seed}"  # one folder per seed, as on dev: SFT is generated once per seed
-        evaluate(list(dict.fromkeys([sft, aligned, demo_sft])), judge, results, "test")
-        sft_name, aligned_name = adapter_name(sft), adapter_name(aligned)
+        evaluate(list(dict.fromkeys([sft_dir, aligned_dir, demo_sft_dir])), judge, results, "test")
+        sft_name, aligned_name = adapter_name(sft_dir), adapter_name(aligned_dir)
         found = model_figures(results)
         test[str(seed)] = {"sft": found[sft_name], "aligned": found[aligned_name],
                            "paired": paired(results, sft_name, aligned_name)}
-        if demo_sft != sft:
-            test[str(seed)] |= {"demo_sft": found[adapter_name(demo_sft)],
-                                "paired_vs_demo_sft": paired(results, adapter_name(demo_sft), aligned_name)}
+        if demo_sft_dir != sft_dir:
+            test[str(seed)] |= {"demo_sft": found[adapter_name(demo_sft_dir)],
+                                "paired_vs_demo_sft": paired(results, adapter_name(demo_sft_dir), aligned_name)}
     met = {
         "gnt_n_adequate": all((t["paired"]["gnt_n_adequate"] or {}).get("delta", 0) > 0
                               and t["paired"]["gnt_n_adequate"]["p"] < 0.05 for t in test.values()),
