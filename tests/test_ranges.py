@@ -94,3 +94,20 @@ def test_bounds_are_declared_once_and_inherited_by_a_redefined_field() -> None:
     with pytest.raises(RecipeError, match="max_new_tokens: 1000000000: give a value in \\[1, 1048576\\]"):
         schema.coerce("max_new_tokens", 10**9, "test")
     assert schema.coerce("max_new_tokens", 512, "test") == 512
+
+
+def test_an_entry_of_a_typed_mapping_key_is_coerced_like_the_key(tmp_path: Path) -> None:
+    """``rewards.chrf=1.0`` on the command line is a number in the config, as it is written in a recipe; before,
+    the entry stayed the string '1.0', and the reward check refused it as not a number."""
+    from gnt.cli import COMMANDS
+    from gnt.recipe import RecipeError
+
+    onpolicy = COMMANDS["onpolicy"]
+    call = onpolicy.call(["recipes/gemma270m-onpolicy.yaml", "rewards.chrf=0.5", "dpo.max_steps=3"])
+    assert call is not None
+    rewards = call.values["rewards"]
+    assert rewards == {"label": 1.0, "judge": 1.0, "adequacy": 1.0, "chrf": 0.5}
+    assert all(isinstance(weight, float) for weight in rewards.values())
+    assert call.values["dpo"]["max_steps"] == "3", "an untyped mapping keeps its text for its own config"
+    with pytest.raises(RecipeError, match="override 'rewards.chrf'.*valid number"):
+        onpolicy.call(["recipes/gemma270m-onpolicy.yaml", "rewards.chrf=many"])

@@ -440,8 +440,9 @@ class Command:
             resolved.values[key] = [*before, *self.schema.coerce(key, value, f"option '{key}'")]
             resolved.sources[key] = "override"
             where[(key, "")] = f"override '{key}'"
-        for head, tail, value in invocation.entries:
-            resolved.values[head] = {**(resolved.values.get(head) or {}), tail: value}
+        for head, tail, value in invocation.entries:  # coerced as a whole: a typed mapping gets typed values
+            merged = {**(resolved.values.get(head) or {}), tail: value}
+            resolved.values[head] = self.schema.coerce(head, merged, f"override '{head}.{tail}'")
             where[(head, tail)] = f"override '{head}.{tail}'"
         return Call(self, invocation.subject, resolved, invocation.passed_on, where, invocation.recipe)
 

@@ -145,9 +145,9 @@ class DPOProjectArgs(AlignmentProjectArgs):
 class GRPOProjectArgs(AlignmentProjectArgs):
     """Project keys of the GRPO stage: online alignment of an SFT adapter with the GNT rewards (docs/alignment.md)."""
 
-    rewards: dict = field(
+    rewards: dict[str, float] = field(
         default_factory=lambda: dict(REWARD_WEIGHTS),
-        metadata={"help": "reward name -> weight (label, judge, adequacy: docs/alignment.md); TRL's reward_weights "
+        metadata={"help": "reward name -> weight (label, judge, adequacy, chrf: docs/alignment.md); TRL's reward_weights "
                   "are set from it"},
     )
     judge: str | None = field(
