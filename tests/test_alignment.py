@@ -13,6 +13,7 @@ from gnt.alignment.rewards import (
     RewardSpec,
     Sample,
     adequacy_reward,
+    chrf_reward,
     judge_reward,
     label_reward,
     read_samples,
@@ -59,6 +60,24 @@ def test_pairs_are_best_against_worst_and_ties_and_all_bad_groups_are_counted() 
     assert [(i, best.sample.text, worst.sample.text) for i, best, worst in pairs] == [(0, good.text, masc.text)]
     assert (counts.prompts, counts.pairs, counts.ties, counts.all_bad) == (4, 1, 2, 1)
     assert counts.samples == 9 and counts.rewards_mean["adequacy"] == pytest.approx(5 / 9, abs=1e-3)
+
+
+def test_the_chrf_reward_ranks_samples_the_binary_rewards_score_alike() -> None:
+    close = _sample(SET_N, "<it> **NEUTRAL** [La cittadinanza è preoccupata.]", "NEUTRAL")
+    looser = _sample(SET_N, "<it> **NEUTRAL** [La cittadinanza è molto in ansia.]", "NEUTRAL")
+    broken = _sample(SET_N, "<it> **NEUTRAL** [La cittadinanza", None)
+    assert chrf_reward(close) == pytest.approx(close.chrf / 100) and 0 < chrf_reward(looser) < chrf_reward(close)
+    assert chrf_reward(broken) == 0.0
+    binary, graded = RewardSpec(), RewardSpec({"label": 1.0, "judge": 1.0, "adequacy": 1.0, "chrf": 1.0})
+    assert adequacy_reward(looser) == 1.0, "both adequate: the binary rewards cannot tell them apart"
+    _, counts = pair_groups([[binary.score(s) for s in (looser, close)]])
+    assert (counts.pairs, counts.ties) == (0, 1)
+    pairs, counts = pair_groups([[graded.score(s) for s in (looser, close)]])
+    assert [(best.sample.text, worst.sample.text) for _, best, worst in pairs] == [(close.text, looser.text)]
+    gendered = _sample(SET_N, "<it> **NEUTRAL** [I cittadini sono preoccupati.]", "WRONGLY GENDERED")
+    assert gendered.chrf > looser.chrf, "the gendered one is closer to Ref-G"
+    pairs, _ = pair_groups([[graded.score(s) for s in (looser, gendered)]])
+    assert pairs[0][1].sample.text == looser.text, "a whole binary reward outweighs the grade"
 
 
 def test_same_label_pairs_differ_in_the_translation_only() -> None:

@@ -1,7 +1,7 @@
 """GNT rewards: what an aligned translator is rewarded for, one documented function each (docs/alignment.md).
 
 A sample is one output of the policy for one entry, in the grid's format ``<lang> **LABEL** [translation]``. Each
-reward reads it against the entry and returns 1.0 (earned) or 0.0 (not):
+reward reads it against the entry; the first three return 1.0 (earned) or 0.0 (not), the last a grade:
 
 - :func:`label_reward`: the label is the correct one for the entry's set (Set-G → GENDERED, Set-N → NEUTRAL);
 - :func:`judge_reward`: the judge's verdict on the translation is the correct form for the set: NEUTRAL for Set-N,
@@ -9,7 +9,10 @@ reward reads it against the entry and returns 1.0 (earned) or 0.0 (not):
   validated one (the learned judge: docs/judge.md);
 - :func:`adequacy_reward`: the translation translates its source: chrF++ against the entry's references at or
   above the adequacy threshold (docs/metrics.md#translation-adequacy). Without it the judge reward alone would
-  prefer short neutral-sounding text over the translation.
+  prefer short neutral-sounding text over the translation;
+- :func:`chrf_reward`: how close the translation is to the entry's references, chrF++ / 100 (0 to 1). The binary
+  rewards score most samples of a well-trained policy alike (each prompt's samples a tie, no pair); this grade
+  still ranks them, so the pairs teach the adequacy the GNT figure counts (inadequate = wrong).
 
 An output with an extraction error earns nothing from any reward. A sample's total is the weighted sum of the
 rewards a recipe names. Judge verdicts are computed in one batch beforehand (:func:`score_samples`), through the
@@ -25,6 +28,7 @@ from typing import Any
 from gnt.data.entry import Entry
 from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD, chrf_pp
 from gnt.output_format import Extraction, extract
+from gnt.training.config import REWARD_WEIGHTS
 
 
 @dataclass(frozen=True)
@@ -63,10 +67,18 @@ def adequacy_reward(sample: Sample) -> float:
     return float(sample.extraction.ok and sample.chrf >= ADEQUACY_THRESHOLD)
 
 
+def chrf_reward(sample: Sample) -> float:
+    """The translation's chrF++ against the entry's references, scaled to 0..1 (graded adequacy; 0 for an
+    extraction error). Weighted 1 beside the binary rewards, a whole binary reward outweighs any chrF++ gap short of
+    100 points: the grade decides between samples the other rewards score alike."""
+    return sample.chrf / 100.0 if sample.extraction.ok else 0.0
+
+
 REWARDS: dict[str, Callable[[Sample], float]] = {
     "label": label_reward,
     "judge": judge_reward,
     "adequacy": adequacy_reward,
+    "chrf": chrf_reward,
 }
 """Every reward by the name recipes use."""
 
@@ -124,7 +136,7 @@ def with_verdicts(samples: Sequence[Sample], judge: Any) -> list[Sample]:
 class RewardSpec:
     """Which rewards count and how much: ``{name: weight}``."""
 
-    weights: dict[str, float] = field(default_factory=lambda: {"label": 1.0, "judge": 1.0, "adequacy": 1.0})
+    weights: dict[str, float] = field(default_factory=lambda: dict(REWARD_WEIGHTS))
 
     def score(self, sample: Sample) -> Scored:
         rewards = {name: REWARDS[name](sample) for name in self.weights}
