@@ -100,6 +100,36 @@ def test_each_figure_is_kept_per_origin_and_the_origins_add_up_to_the_whole(tmp_
         assert kept["delta"]["label_n"] == pytest.approx(kept["aligned"]["label_n"] - kept["sft"]["label_n"])
 
 
+def test_set_n_misses_split_into_inadequate_and_not_neutral_rows(tmp_path: Path) -> None:
+    """Counted again here from the rows (chrF++ against the references) and the judgments themselves."""
+    from _report_fixtures import make_results
+
+    from gnt.alignment.stage_choice import model_figures, setn_misses
+    from gnt.evaluation.adequacy import chrf_pp, is_adequate
+    from gnt.filenames import JUDGMENTS
+    from gnt.results.model_folder import ModelFolder
+
+    def half_adequate(row: dict) -> dict:  # the fixture's own translations share nothing with its references
+        adequate = row["translation"] is not None and int(row["id"][-3:]) % 2 == 0
+        return {**row, "translation": row["ref_n"][0]} if adequate else row
+
+    out = make_results(tmp_path / "dev", steps=(4,), rows_per_set=8, langs=("it", "es"), rewrite=half_adequate)
+    figures, misses = model_figures(out), setn_misses(out)
+    assert set(misses) == set(figures)
+    for name, counts in misses.items():
+        folder = ModelFolder(out, name)
+        neutral = {j["key"]: j["neutral"] for j in folder.iter_lines(JUDGMENTS)}
+        expected = {"right": 0, "inadequate": 0, "not_neutral": 0}
+        for row in (r for r in folder.generations() if r["set"] == "Set-N"):
+            if row["error"] or not is_adequate(chrf_pp(row["translation"], [row["ref_g"], *row["ref_n"]])):
+                expected["inadequate"] += 1
+            else:
+                expected["right" if neutral[row["key"]] else "not_neutral"] += 1
+        assert counts == {"rows": sum(expected.values()), **expected}
+        assert expected["inadequate"] and expected["not_neutral"] and expected["right"]
+        assert counts["right"] / counts["rows"] == pytest.approx(figures[name]["gnt_n_adequate"], abs=1e-5)
+
+
 def test_the_report_shows_the_dev_figures_per_origin(tmp_path: Path) -> None:
     choice = _choice("sft", ["because"])
     choice["by_origin"] = {

@@ -76,6 +76,28 @@ def model_figures(results_dir: str | Path) -> dict[str, dict[str, float | None]]
     return found
 
 
+def setn_misses(results_dir: str | Path) -> dict[str, dict[str, int] | None]:
+    """Per model of a results folder, where its Set-N rows land under the GNT figure (inadequate = wrong): ``right``,
+    ``inadequate`` (below the adequacy bar or no translation) or ``not_neutral`` (adequate, but the judge did not
+    call it neutral). A gain in the figure has to come from the last two; which one holds the misses says what an
+    alignment stage would have to teach. None where the judge's part is missing."""
+    from gnt.results.folder import model_names
+    from gnt.results.model_folder import ModelFolder
+
+    found: dict[str, dict[str, int] | None] = {}
+    for name in model_names(results_dir):
+        metrics, _ = ModelFolder(Path(results_dir), name).metrics()
+        gnt = dict(((metrics or {}).get("overall") or {}).get("gnt_accuracy_adequate") or {})
+        whole, adequate = gnt.get("Set-N"), (gnt.get("among_adequate") or {}).get("Set-N")
+        if not whole or not adequate:
+            found[name] = None
+            continue
+        right = round(whole["value"] * whole["n"])
+        found[name] = {"rows": whole["n"], "right": right, "inadequate": whole["n"] - adequate["n"],
+                       "not_neutral": adequate["n"] - right}
+    return found
+
+
 ORIGINS = ("mgente", "templated")
 """The origins of held-out rows, told apart by row id (:data:`gnt.data.templated.pairs.TEMPLATED_ID_PREFIX`)."""
 
