@@ -82,9 +82,9 @@ def _run(call: Call) -> None:
     entries = load_mgente(mgente, list(args.langs))
     per_lang = {}
     for lang in args.langs:
-        rows = [e for e in entries if e.lang == lang]
-        if rows:
-            per_lang[lang] = calibrate(rows)
+        lang_entries = [e for e in entries if e.lang == lang]
+        if lang_entries:
+            per_lang[lang] = calibrate(lang_entries)
     t = str(int(ADEQUACY_THRESHOLD)) if float(ADEQUACY_THRESHOLD).is_integer() else str(ADEQUACY_THRESHOLD)
     rows = []
     for lang, dists in per_lang.items():

@@ -25,8 +25,9 @@ from typing import Any
 from record import bench_command, conclude
 
 from gnt.cli.command import Call
+from gnt.data.entry import Language
 
-LANGS = ("it", "es", "de", "el")
+LANGS: tuple[Language, ...] = ("it", "es", "de", "el")
 CELL = "{lang}/G+S/4"
 BATCH_SIZES = (1, 4)
 """Per row, and batched: one batch per cell (4 rows per language by default; the engine's default cap is 8)."""

@@ -44,7 +44,9 @@ EVAL = ("split=dev", "langs=it,es", "configs=None", "shots=0", "templated_rows=t
         "steps=grid,judge", "judge.judge=lexical", "max_new_tokens=96")
 
 
-def _run(command: list[str]) -> float:
+def _timed(command: list[str]) -> float:
+    """Run one of the project's commands from the repository root; its wall seconds. (Named apart from ``_run``,
+    the benchmark's own entry point: one module-level name each, so neither replaces the other.)"""
     print("$ " + " ".join(command), flush=True)
     started = time.perf_counter()
     subprocess.run(command, cwd=ROOT, check=True)
@@ -54,8 +56,10 @@ def _run(command: list[str]) -> float:
 def _figures(folder: Path) -> dict[str, Any]:
     from gnt.results.model_folder import ModelFolder
 
-    metrics, _ = ModelFolder(folder.parent, folder.name).metrics()  # the grid's, judge's and xCOMET's, composed
-    overall = (metrics or {})["overall"]
+    metrics, reasons = ModelFolder(folder.parent, folder.name).metrics()  # the grid's, judge's and xCOMET's
+    if metrics is None:  # a grid that is not whole or recorded no metrics: nothing to compare, say why
+        raise SystemExit(f"{folder}: no metrics to compare ({'; '.join(reasons) or 'every generation failed'})")
+    overall = metrics["overall"]
 
     def stat(block: Any) -> Any:
         return None if not block or block.get("value") is None else {"value": block["value"], "ci": block["ci"]}
@@ -131,18 +135,18 @@ def _run(call: Call) -> None:
     if len(builds) != 1:
         raise SystemExit("the candidates' demo profiles build different data; compare them on one build")
     if not (data / "manifest.json").is_file():
-        seconds["data"] = _run([python, "data/build.py", f"out_dir={data}", *MODELS[names[0]].build])
+        seconds["data"] = _timed([python, "data/build.py", f"out_dir={data}", *MODELS[names[0]].build])
     models: dict[str, Any] = {}
     for name in names:
         run = out / "runs" / name
         if name in trained_runs:
             run = Path(trained_runs[name])
         else:
-            seconds[f"{name}_sft"] = _run([python, "train/sft.py", MODELS[name].sft, f"data_dir={data}",
-                                           f"output_dir={run}", *SFT_BUDGET])
+            seconds[f"{name}_sft"] = _timed([python, "train/sft.py", MODELS[name].sft, f"data_dir={data}",
+                                             f"output_dir={run}", *SFT_BUDGET])
         results = out / "eval" / name
-        seconds[f"{name}_eval"] = _run([python, "eval/evaluate.py", MODELS[name].eval, f"runs={run}",
-                                        f"out_dir={results}", *EVAL])
+        seconds[f"{name}_eval"] = _timed([python, "eval/evaluate.py", MODELS[name].eval, f"runs={run}",
+                                          f"out_dir={results}", *EVAL])
         summary = read_json(results / "summary.json")
         trained = summary["models"][-1]["name"]
         models[name] = {"base": _figures(results / "base"), "trained": _figures(results / trained),

@@ -36,8 +36,9 @@ from typing import Any
 from record import bench_command, print_table, save_record
 
 from gnt.cli.command import Call
+from gnt.data.entry import Language
 
-LANG = "it"
+LANG: Language = "it"
 CELLS = (("G+S", 4), ("None", 0))
 BATCH_SIZE = 8
 GOALS = {
@@ -68,7 +69,7 @@ def cell_requests(texts: list[str], config: str, shots: int, constrained: bool, 
     from gnt.prompts.grid import Cell, PromptGrid
 
     grid = PromptGrid((LANG,))
-    cell = Cell(LANG, config, shots)  # type: ignore[arg-type]
+    cell = Cell(LANG, config, shots)
     constraint = Constraint("regex", output_regex(LANG)) if constrained else None
     params = DecodingParams(max_new_tokens=max_new_tokens)
     return [GenerationRequest.from_messages(grid.render(text, cell, system_role).messages, None, constraint, params)
@@ -170,8 +171,11 @@ def _run(call: Call) -> None:
     system_role = backend.supports_system_role()
     texts = sources(args.requests)
     backend.generate(cell_requests(texts[:1], "None", 0, True, 4, system_role))  # load; untimed
+    grammars = backend._grammars  # built with the model, which the call above loaded
+    if grammars is None:
+        raise RuntimeError("the transformers backend has no grammar cache after loading its model")
     compile_started = time.perf_counter()
-    backend._grammars.compiled(Constraint("regex", output_regex(LANG)))
+    grammars.compiled(Constraint("regex", output_regex(LANG)))
     compile_s = time.perf_counter() - compile_started
 
     cells: dict[str, Any] = {}

@@ -50,7 +50,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from record import RESULTS_DIR, bench_command, print_table, save_record
 
@@ -184,7 +184,7 @@ def build_model(shape: dict[str, Any], tokenizer_dir: Path, out_dir: Path, adapt
         for name, param in peft_model.named_parameters():
             if "lora_B" in name:
                 param.copy_(torch.randn(param.shape, generator=generator, device=device, dtype=param.dtype) * 0.02)
-    peft_model.save_pretrained(adapter_dir)
+    peft_model.save_pretrained(str(adapter_dir))  # peft declares a str folder
     return {
         "parameters": params,
         "parameters_billion": round(params / 1e9, 3),
@@ -301,6 +301,8 @@ def stage_grid(work: Path, smoke: bool, fake: bool, max_new_tokens: int, bootstr
     from gnt.evaluation.driver import default_backend_factory as make_backend
     from gnt.evaluation.results import GENERATIONS, load_summary, model_dir
     from gnt.evaluation.sweep import run_sweep
+    from gnt.generation.transformers_backend import TransformersBackend
+    from gnt.generation.vllm_backend import VLLMBackend
     from gnt.io import read_jsonl
 
     out = work / "eval"
@@ -327,9 +329,10 @@ def stage_grid(work: Path, smoke: bool, fake: bool, max_new_tokens: int, bootstr
         """The recipe's backend (or the instant one) wrapped in a timer; vLLM's engine started here, timed."""
         started = time.perf_counter()
         backend = InstantBackend() if fake else make_backend(cfg, base_model, adapter_paths)
-        if cfg.backend == "vllm" and not fake and not timing["rerun"]:
+        # The recipe's backend key picks the class (gnt.generation.factory): dispatch on the class built.
+        if isinstance(backend, VLLMBackend) and not timing["rerun"]:
             _ = backend.llm  # start the engine here, so its start-up is reported apart from generation
-        elif cfg.backend == "transformers" and not fake and not timing["rerun"]:
+        elif isinstance(backend, TransformersBackend) and not timing["rerun"]:
             backend._ensure_model()  # the same for the model load (the backend otherwise loads on first use)
         timing["engine_start_seconds"] = time.perf_counter() - started
         timed = TimedBackend(backend)
@@ -476,15 +479,28 @@ def _round(value: float | None, digits: int = 1) -> float | None:
 # ------------------------------------------------------------------------------------------------------------------
 
 
+T = TypeVar("T")
+
+
+def _resolved(value: T | None, key: str) -> T:
+    """An option ``_run`` fills in before any stage runs (the default, or the value given): None here means the
+    options did not go through ``_run``, a caller's mistake, said as one rather than passed on to a stage."""
+    if value is None:
+        raise ValueError(f"gpu_grid: {key} is unset; _run resolves it before a stage runs")
+    return value
+
+
 def run_stage(args: GpuGridOptions) -> dict[str, Any]:
-    """One stage in this process (the ``--child`` side)."""
+    """One stage in this process (the ``--child`` side), on the options ``_run`` resolved."""
     work = Path(args.work)
     if args.child == "build":
-        return stage_build(work, args.smoke or args.fake_backend, args.tokenizer, args.rows_per_lang)
+        return stage_build(work, args.smoke or args.fake_backend, args.tokenizer,
+                           _resolved(args.rows_per_lang, "rows_per_lang"))
     if args.child == "grid":
-        return stage_grid(work, args.smoke, args.fake_backend, args.max_new_tokens, args.bootstrap_samples,
-                          args.backend, args.batch_size, args.grid_rows_per_lang)
-    return stage_sft(work, args.smoke, args.child, args.sft_steps, args.warmup_steps)
+        return stage_grid(work, args.smoke, args.fake_backend, _resolved(args.max_new_tokens, "max_new_tokens"),
+                          args.bootstrap_samples, args.backend, args.batch_size, args.grid_rows_per_lang)
+    return stage_sft(work, args.smoke, _resolved(args.child, "child"), _resolved(args.sft_steps, "sft_steps"),
+                     _resolved(args.warmup_steps, "warmup_steps"))
 
 
 def spawn(stage: str, argv: list[str], log: Path) -> dict[str, Any]:

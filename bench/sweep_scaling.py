@@ -78,7 +78,7 @@ def make_checkpoints(base_model: Path, run_dir: Path, data_dir: Path, steps: int
                 if "lora_B" in name:
                     param.copy_(torch.randn(param.shape, generator=generator) * 0.5)
         folder = run_dir / f"checkpoint-{step}"
-        peft_model.save_pretrained(folder)
+        peft_model.save_pretrained(str(folder))  # peft declares a str folder
         (folder / "gnt_run.json").write_text(json.dumps({**record, "global_step": step}), encoding="utf-8")
         folders.append(folder)
     return folders

@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from record import bench_command, conclude
 
@@ -129,6 +130,8 @@ class Wmt24EsOptions:
 def _run(call: Call) -> None:
     args = call.build(Wmt24EsOptions)
     txt_ts = call.subject
+    if txt_ts is None:  # required: the command line refuses to run without it; a Call built in code may not
+        raise SystemExit("bench-wmt24-es: give the txt-ts folder of wmt-conference/wmt24-news-systems first")
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         subprocess.run([sys.executable, "eval/templated.py", "wmt24", txt_ts, "lang=es", f"out_dir={tmp}",
@@ -143,11 +146,11 @@ def _run(call: Call) -> None:
             shift["before_commit"] = args.before_commit
             print(format_moved(shift))
     systems = summary["systems"]
-    decided = Counter()
+    decided: Counter[str] = Counter()
     for entry in systems.values():
         decided.update({k: entry[k] for k in ("decided_by_predicate", "decided_by_determiner",
                                                "decided_by_other_person")})
-    unknown = {
+    unknown: dict[str, Any] = {
         "all_systems": _rate(summary, systems),
         "paper_systems": _rate(summary, PAPER_SYSTEMS),
         "paper_systems_in_tables": _rate(summary, PAPER_SYSTEMS, "in_tables"),

@@ -43,7 +43,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gnt.generation.base import (
     DEFAULT_PREFIX_CACHING,
@@ -55,6 +55,9 @@ from gnt.generation.base import (
 )
 from gnt.generation.identity import adapter_weights_hash, model_identity
 from gnt.generation.prefix_cache import MIN_PREFIX_TOKENS, PrefixStore, batch_copy, prefix_clusters
+
+if TYPE_CHECKING:  # for the annotation only: _ensure_model imports it when the model loads
+    from gnt.generation.constrained import GrammarCache
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +189,7 @@ class TransformersBackend(GenerationBackend):
         self._model = None
         self._is_peft = False
         self._adapters: OrderedDict[str, str] = OrderedDict()  # peft name -> weights hash, least recent first
-        self._grammars = None
+        self._grammars: GrammarCache | None = None  # built with the model (_ensure_model)
         self._stop_ids: list[int] = []
         self._lock = threading.Lock()
         self.generated = 0  # requests actually run through the model
