@@ -56,7 +56,7 @@ test-vllm: $(VLLM_STAMP)
 lint: $(STAMP) typecheck
 	$(BIN)/ruff check .
 
-# mypy (pinned in the dev extra) on the results folder, the evaluation and the report: [tool.mypy] in pyproject.toml
+# mypy (pinned in the dev extra) on the results folder, the evaluation, the report and bench/: [tool.mypy] in pyproject.toml
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
