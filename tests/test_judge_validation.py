@@ -125,3 +125,33 @@ def test_reference_validation_table_on_the_sample(tmp_path):
     table = reference_table(report)
     assert "| CROSS-P+L | all | 0.0 | 100.0 | 100.0 | 100.0 |" in table
     json.dumps(report)  # JSON-ready
+
+
+def test_templated_set_n_references_are_validated_and_reported_apart() -> None:
+    """An ambiguous templated input's Ref-N is neutral and its Ref-G gendered by construction, so both are judged;
+    a templated Set-G row's Ref-N keeps its gendered cue and is left out. The two origins get their own cells."""
+    from gnt.data.entry import Entry
+
+    mgente = [e for e in load_mgente(SAMPLE_DIR) if e.lang == "it"][:6]
+    ambiguous = Entry("tpl-it-000001-amb", "it", "Set-N", '"Honestly, I\'m loyal," I confessed.',
+                      "«Sinceramente, sono leale ma ansioso», confessai.", ("«Sinceramente, sono leale», confessai.",),
+                      origin="templated")
+    determined = Entry("tpl-it-000001-det", "it", "Set-G", '"As a nurse, I\'m calm," she said.',
+                       "«Come infermiera, sono calma», disse.", ("«Come infermiera, sono una persona calma», disse.",),
+                       gender="F", origin="templated")
+    entries = [*mgente, ambiguous, determined]
+    refs = reference_items(entries)
+    assert [(r.entry.id, r.reference) for r in refs if r.entry.origin == "templated"] == [
+        (ambiguous.id, "Ref-G"), (ambiguous.id, "Ref-N")]
+    ref_n = {e.ref_n[0] for e in mgente}  # right on every mGeNTE reference, NEUTRAL on every templated one
+
+    def label(target: str) -> str:
+        return N if target in ref_n or "Sinceramente" in target else WG
+
+    classifiers = {"MONO-L": llm_classifier(LLMJudge(ScriptedBackend(label), JudgeSettings(format="MONO-L")))}
+    report = validate_references(entries, classifiers)
+    assert report["excluded_exemplar_rows"] == 0 and report["excluded_templated_set_g_rows"] == 1
+    assert report["by_origin"]["mgente"]["overall"]["accuracy"] == 1.0
+    templated = report["by_origin"]["templated"]
+    assert templated["Set-N/Ref-N"]["accuracy"] == 1.0 and templated["Set-N/Ref-G"]["accuracy"] == 0.0
+    assert "| MONO-L | all, templated rows | – | – | 0.0 | 100.0 | 50.0 | 0 |" in reference_table(report)

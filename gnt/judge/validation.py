@@ -87,18 +87,25 @@ class ReferenceItem:
 def reference_items(entries: Iterable[Entry], exclude_source_keys: Iterable[str] = ()) -> list[ReferenceItem]:
     """Ref-G and (first) Ref-N of every row with its gold label, leaving out rows whose source is excluded.
 
-    Templated entries are left out too: their "Ref-N" of a determined input only neutralises the adjective and
-    keeps the gendered cue ("El hombre ..."), so the mGeNTE rule (every Ref-N is NEUTRAL) does not hold for them.
+    Templated Set-G entries are left out too: their "Ref-N" of a determined input only neutralises the adjective
+    and keeps the gendered cue ("El hombre ..."), so the mGeNTE rule (every Ref-N is NEUTRAL) does not hold for
+    them. Templated Set-N entries stay: an ambiguous input's Ref-N is neutral and its Ref-G gendered by
+    construction, and they are most of the dev rows the stage choice reads, so the judge is validated on them too.
     """
     excluded = set(exclude_source_keys)
     gold = {(s, r): g for s, r, g in REFERENCE_CELLS}
     items = []
     for entry in entries:
-        if entry.source_key in excluded or entry.origin == "templated":
+        if entry.source_key in excluded or templated_set_g(entry):
             continue
         for reference in ("Ref-G", "Ref-N"):
             items.append(ReferenceItem(entry, reference, gold[(entry.set, reference)]))
     return items
+
+
+def templated_set_g(entry: Entry) -> bool:
+    """A templated Set-G row: its Ref-N keeps the gendered cue, so it has no reference of known label pair."""
+    return entry.origin == "templated" and entry.set == "Set-G"
 
 
 def _cell_scores(refs: Sequence[ReferenceItem], preds: Sequence[str | None], fmt: JudgeFormat) -> dict[str, Any]:
@@ -140,11 +147,14 @@ def validate_references(
     ``overall``) and the full classification report.
     """
     refs = reference_items(entries, exclude_source_keys)
-    excluded = len({e.id for e in entries} - {r.entry.id for r in refs})
+    left_out_templated = sum(templated_set_g(e) for e in entries)
+    excluded = len({e.id for e in entries} - {r.entry.id for r in refs}) - left_out_templated
     results = []
+    predictions: dict[str, tuple[list[str | None], JudgeFormat]] = {}
     for name, classify in classifiers.items():
         fmt = judge_format("MONO-L" if name == LEXICAL else name)  # the lexical judge speaks GENDERED/NEUTRAL
         preds = classify([r.item for r in refs])
+        predictions[name if name == LEXICAL else fmt.name] = (preds, fmt)
         langs = [lang for lang in LANGUAGES if any(r.entry.lang == lang for r in refs)]
         for lang in [*langs, "all"]:
             idx = [i for i, r in enumerate(refs) if lang == "all" or r.entry.lang == lang]
@@ -164,13 +174,22 @@ def validate_references(
             )
     headline = next((r for r in results if r["lang"] == "all" and r["format"] == DEFAULT_FORMAT), None)
     headline = headline or next((r for r in results if r["lang"] == "all"), None)
+    by_origin: dict[str, Any] = {}
+    origins = sorted({r.entry.origin for r in refs})
+    if headline and len(origins) > 1:  # the judge errs differently on mGeNTE and on templated sentences
+        preds, fmt = predictions[headline["format"]]
+        for origin in origins:
+            idx = [i for i, r in enumerate(refs) if r.entry.origin == origin]
+            by_origin[origin] = _cell_scores([refs[i] for i in idx], [preds[i] for i in idx], fmt)
     return {
         "kind": "references",
         **_headline(judge_info, headline["format"] if headline else None, headline["report"] if headline else None),
         "n_rows": len(entries),
         "excluded_exemplar_rows": excluded,
+        "excluded_templated_set_g_rows": left_out_templated,
         "n_references": len(refs),
         "results": results,
+        **({"by_origin": by_origin} if by_origin else {}),
     }
 
 
@@ -203,10 +222,11 @@ def reference_table(report: dict[str, Any]) -> str:
     """Markdown table: one row per format × language, accuracy (%) per set × reference and overall."""
     header = "| Format | Lang | Set-G Ref-G (CG) | Set-G Ref-N (N) | Set-N Ref-G (WG) | Set-N Ref-N (N) | Overall | Errors |"
     lines = [header, "|" + "---|" * 8]
-    for r in report["results"]:
-        c = r["cells"]
+    rows = [(r["format"], r["lang"], r["cells"]) for r in report["results"]]
+    rows += [(report["format"], f"all, {origin} rows", cells) for origin, cells in report.get("by_origin", {}).items()]
+    for fmt, lang, c in rows:
         lines.append(
-            f"| {r['format']} | {r['lang']} | "
+            f"| {fmt} | {lang} | "
             + " | ".join(_pct(c[name]["accuracy"]) for name in ("Set-G/Ref-G", "Set-G/Ref-N", "Set-N/Ref-G", "Set-N/Ref-N"))
             + f" | {_pct(c['overall']['accuracy'])} | {c['overall']['errors']} |"
         )
