@@ -150,6 +150,15 @@ def data_and_judge(out: Path) -> tuple[Path, Path, Path]:
     return data, judge, validation
 
 
+def validate_on_templated(out: Path, judge: Path) -> Path:
+    """The judge validated apart on the held-out templated Set-N references (it, es): most Set-N dev rows the
+    stage choice reads are templated, and the mGeNTE references do not measure the judge there."""
+    validation = out / "judge" / "validation_templated.json"
+    run_command(python("eval/judge.py", "validate", JUDGE, f"judge_adapter={judge}",
+                       f"data={out / 'data' / 'eval' / 'templated_test.jsonl'}", f"validation={validation}"))
+    return validation
+
+
 def build_of(variant: str) -> str:
     return VARIANT_BUILD.get(variant, "demo")
 
@@ -240,6 +249,7 @@ def _bench(call: Call) -> int:
     found_before = {str(p.relative_to(out)): reused(p)
                     for p in [out / "runs" / "judge", *(sft_of(out, b, s) for s in args.seeds for b in builds)]}
     _, judge, validation = data_and_judge(out)  # the judge learns from the demo's build: the align side is in it
+    validation_templated = validate_on_templated(out, judge)
     data = {b: data_of(out, b) for b in builds}
     dev: dict[str, dict[str, Any]] = {}
     for seed in args.seeds:
@@ -324,6 +334,7 @@ def _bench(call: Call) -> int:
         "variant_builds": {v: build_of(v) for v in args.variants},
         "recipes": {"judge": JUDGE, "sft": SFT, "onpolicy": ONPOLICY, "eval": EVAL, "build": list(BUILD)},  # the demo's build flags
         "judge_validation": read_json(validation),
+        "judge_validation_templated": read_json(validation_templated),
         "dev": dev, "dev_mean_delta": {v: mean_delta(v) for v in args.variants},
         "dev_mean_delta_by_origin": {v: mean_origin_delta(v) for v in args.variants}, "chosen": chosen,
         "alignment_earned_on_dev": chosen in earned, "choice_rule": {
