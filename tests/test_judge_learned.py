@@ -322,3 +322,8 @@ def test_the_report_names_the_judges_validation_and_calls_a_lone_lexical_judge_u
     report = {"kind": "references", "results": [{"lang": "it", "binary": binary}, {"lang": "all", "binary": binary}]}
     assert _validation_text(report) == ("binary accuracy 96.0% on 100 held-out mGeNTE references (GENDERED recall "
                                         "94.0%, NEUTRAL recall 98.0%)")
+    report["by_origin"] = {"mgente": {"overall": {"accuracy": 1.0, "n": 60}},
+                           "templated": {"overall": {"accuracy": 0.9, "n": 40}}}
+    assert _validation_text(report) == ("binary accuracy 96.0% on 100 held-out mGeNTE and templated Set-N references "
+                                        "(GENDERED recall 94.0%, NEUTRAL recall 98.0%); 90.0% on the 40 templated "
+                                        "ones alone")

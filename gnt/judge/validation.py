@@ -1,4 +1,5 @@
-"""How far to trust a judge: accuracy on mGeNTE references with known labels, and agreement with a gold TSV.
+"""How far to trust a judge: accuracy on references with known labels (mGeNTE's, templated Set-N's), and agreement
+with a gold TSV.
 
 On references the gold label is known by construction (docs/judge.md): Ref-G of a Set-G row is CORRECTLY GENDERED (the
 source states the gender the reference uses), Ref-G of a Set-N row is WRONGLY GENDERED (it genders a referent the

@@ -114,15 +114,19 @@ def _validation_text(validation: dict) -> str | None:
     if isinstance(accuracy, dict):  # references: {lang: {cell: accuracy}}
         per_lang = {lang: (cells or {}).get("overall") for lang, cells in accuracy.items() if isinstance(cells, dict)}
         parts = [f"{lang} {_pct(v)}" for lang, v in per_lang.items() if _pct(v)]
-        return "accuracy on mGeNTE references: " + ", ".join(parts) if parts else None
+        return "accuracy on held-out references: " + ", ".join(parts) if parts else None
     pooled = next((r for r in validation.get("results") or [] if isinstance(r, dict) and r.get("lang") == "all"
                    and isinstance(r.get("binary"), dict)), None)
     if validation.get("kind") == "references" and pooled:  # a learned judge's held-out references, binary view
         binary = pooled["binary"]
         recall = {label: (binary.get("per_label") or {}).get(label, {}).get("recall") for label in ("GENDERED", "NEUTRAL")}
         shown = ", ".join(f"{label} recall {_pct(value)}" for label, value in recall.items() if _pct(value))
-        return (f"binary accuracy {_pct(binary.get('accuracy'))} on {binary.get('n')} held-out mGeNTE references"
-                + (f" ({shown})" if shown else ""))
+        templated = ((validation.get("by_origin") or {}).get("templated") or {}).get("overall") or {}
+        where = "mGeNTE and templated Set-N references" if templated else "mGeNTE references"
+        return (f"binary accuracy {_pct(binary.get('accuracy'))} on {binary.get('n')} held-out {where}"
+                + (f" ({shown})" if shown else "")
+                + (f"; {_pct(templated.get('accuracy'))} on the {templated.get('n')} templated ones alone"
+                   if _pct(templated.get("accuracy")) else ""))
     figures = judge_validity(validation)
     parts = []
     if "accuracy" in figures:
