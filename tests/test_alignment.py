@@ -17,6 +17,7 @@ from gnt.alignment.rewards import (
     judge_reward,
     label_reward,
     read_samples,
+    target_chrf_reward,
 )
 from gnt.data.entry import Entry
 from gnt.io import read_json, read_jsonl
@@ -78,6 +79,21 @@ def test_the_chrf_reward_ranks_samples_the_binary_rewards_score_alike() -> None:
     assert gendered.chrf > looser.chrf, "the gendered one is closer to Ref-G"
     pairs, _ = pair_groups([[graded.score(s) for s in (looser, gendered)]])
     assert pairs[0][1].sample.text == looser.text, "a whole binary reward outweighs the grade"
+
+
+def test_target_chrf_reads_only_the_references_in_the_form_the_set_asks_for() -> None:
+    """A Set-N sample the judge wrongly passes, copied from Ref-G, tops ``chrf`` but not ``target_chrf``."""
+    copied = _sample(SET_N, "<it> **NEUTRAL** [I cittadini sono preoccupati.]", "NEUTRAL")  # a judge error
+    neutral = _sample(SET_N, "<it> **NEUTRAL** [La cittadinanza è in ansia.]", "NEUTRAL")
+    assert chrf_reward(copied) > chrf_reward(neutral) and target_chrf_reward(copied) < target_chrf_reward(neutral)
+    by_chrf = RewardSpec({"label": 1.0, "judge": 1.0, "adequacy": 1.0, "chrf": 1.0})
+    by_target = RewardSpec({"label": 1.0, "judge": 1.0, "adequacy": 1.0, "target_chrf": 1.0})
+    assert by_chrf.score(copied).total > by_chrf.score(neutral).total, "chrf prefers the copy of Ref-G"
+    pairs, _ = pair_groups([[by_target.score(s) for s in (copied, neutral)]])
+    assert [(best.sample.text, worst.sample.text) for _, best, worst in pairs] == [(neutral.text, copied.text)]
+    gendered = _sample(SET_G, "<it> **GENDERED** [La signora Haug è preoccupata.]", "CORRECTLY GENDERED")
+    assert target_chrf_reward(gendered) == pytest.approx(1.0), "Set-G: its Ref-G is the target"
+    assert target_chrf_reward(_sample(SET_N, "<it> **NEUTRAL** [La cittadinanza", None)) == 0.0
 
 
 def test_same_label_pairs_differ_in_the_translation_only() -> None:

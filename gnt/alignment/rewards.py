@@ -1,7 +1,7 @@
 """GNT rewards: what an aligned translator is rewarded for, one documented function each (docs/alignment.md).
 
 A sample is one output of the policy for one entry, in the grid's format ``<lang> **LABEL** [translation]``. Each
-reward reads it against the entry; the first three return 1.0 (earned) or 0.0 (not), the last a grade:
+reward reads it against the entry; the first three return 1.0 (earned) or 0.0 (not), the last two a grade:
 
 - :func:`label_reward`: the label is the correct one for the entry's set (Set-G → GENDERED, Set-N → NEUTRAL);
 - :func:`judge_reward`: the judge's verdict on the translation is the correct form for the set: NEUTRAL for Set-N,
@@ -13,6 +13,10 @@ reward reads it against the entry; the first three return 1.0 (earned) or 0.0 (n
 - :func:`chrf_reward`: how close the translation is to the entry's references, chrF++ / 100 (0 to 1). The binary
   rewards score most samples of a well-trained policy alike (each prompt's samples a tie, no pair); this grade
   still ranks them, so the pairs teach the adequacy the GNT figure counts (inadequate = wrong).
+- :func:`target_chrf_reward`: the same grade against the references in the form the set asks for only (Set-N:
+  the Ref-N alternatives; Set-G: Ref-G). ``chrf`` reads Ref-G too, so for a Set-N source a sample that comes close
+  to the gendered reference's wording earns its grade from it (docs/alignment.md has one read from a bench pair);
+  this one grades only against the form the source asks for.
 
 An output with an extraction error earns nothing from any reward. A sample's total is the weighted sum of the
 rewards a recipe names. Judge verdicts are computed in one batch beforehand (:func:`score_samples`), through the
@@ -74,11 +78,26 @@ def chrf_reward(sample: Sample) -> float:
     return sample.chrf / 100.0 if sample.extraction.ok else 0.0
 
 
+TARGET_REFERENCES = {"Set-N": "ref_n", "Set-G": "ref_g"}
+"""Which of an entry's references are in the form its set asks for."""
+
+
+def target_chrf_reward(sample: Sample) -> float:
+    """The translation's chrF++ against the references in the form the entry's set asks for (Set-N: every Ref-N
+    alternative; Set-G: Ref-G), scaled to 0..1; 0 for an extraction error. Like ``chrf`` it decides between samples
+    the binary rewards score alike, but it never prefers the wrong form's wording."""
+    if not sample.extraction.ok:
+        return 0.0
+    target = getattr(sample.entry, TARGET_REFERENCES[sample.entry.set])
+    return chrf_pp(sample.extraction.translation, [target] if isinstance(target, str) else list(target)) / 100.0
+
+
 REWARDS: dict[str, Callable[[Sample], float]] = {
     "label": label_reward,
     "judge": judge_reward,
     "adequacy": adequacy_reward,
     "chrf": chrf_reward,
+    "target_chrf": target_chrf_reward,
 }
 """Every reward by the name recipes use."""
 
