@@ -67,6 +67,11 @@ def test_the_report_shows_the_choice_and_its_dev_figures(tmp_path: Path) -> None
     broken.write_text("{")
     assert "could not be read" in _stage_choice_section(str(broken), {})[1].text
     assert ReportConfig().stage_choice is None
+    with_misses = _choice("sft", ["because"]) | {"setn_misses": {
+        "sft": {"rows": 10, "right": 6, "inadequate": 3, "not_neutral": 1}, "aligned": None}}
+    path.write_text(json.dumps(with_misses))
+    misses = next(b for b in _stage_choice_section(str(path), {}) if getattr(b, "name", None) == "stage_choice_setn_misses")
+    assert misses.rows == [["right", "6"], ["below the adequacy bar", "3"], ["adequate, not judged neutral", "1"]]
 
 
 def test_each_figure_is_kept_per_origin_and_the_origins_add_up_to_the_whole(tmp_path: Path) -> None:
@@ -74,7 +79,7 @@ def test_each_figure_is_kept_per_origin_and_the_origins_add_up_to_the_whole(tmp_
     accuracies are computed over its own outputs, so weighted by their outputs they give the whole folder's."""
     from _report_fixtures import make_results
 
-    from gnt.alignment.stage_choice import choose_stage, model_figures, origin_figures, origin_of
+    from gnt.alignment.stage_choice import choose_stage, model_figures, origin_figures, origin_of, setn_misses
     from gnt.data.templated.pairs import TEMPLATED_ID_PREFIX
     from gnt.results.model_folder import ModelFolder
 
@@ -98,6 +103,7 @@ def test_each_figure_is_kept_per_origin_and_the_origins_add_up_to_the_whole(tmp_
         kept = choice["by_origin"][origin]
         assert kept["sft"] == parts["base"][origin] and kept["aligned"] == parts["sft/checkpoint-4"][origin]
         assert kept["delta"]["label_n"] == pytest.approx(kept["aligned"]["label_n"] - kept["sft"]["label_n"])
+    assert choice["setn_misses"] == {"sft": setn_misses(out)["base"], "aligned": setn_misses(out)["sft/checkpoint-4"]}
 
 
 def test_set_n_misses_split_into_inadequate_and_not_neutral_rows(tmp_path: Path) -> None:

@@ -157,10 +157,12 @@ def choose_stage(results_dir: str | Path, sft: str, aligned: str, rule: StageRul
                  for origin in ORIGINS if origin in origins[sft] and origin in origins[aligned]}
     for origin, pair in origin_delta(origins[aligned], origins[sft]).items():
         by_origin[origin]["delta"] = pair
+    misses = setn_misses(results_dir)
     return {
         "format": "gnt-align/stage-choice/1", "split": "dev", "results": str(results_dir),
         "final": "aligned" if not why else "sft", "models": {"sft": sft, "aligned": aligned},
         "figures": {"sft": found[sft], "aligned": found[aligned], "delta": change}, "by_origin": by_origin,
+        "setn_misses": {"sft": misses.get(sft), "aligned": misses.get(aligned)},
         "rule": asdict(rule), "reasons": why,
     }
 

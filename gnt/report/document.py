@@ -725,6 +725,15 @@ def _stage_choice_section(path: str | None, data: dict) -> list[Block]:
         blocks.append(Table(["dev figure", "rows", "SFT", "aligned", "aligned − SFT"], origin_rows,
                             "The same figures over the real mGeNTE dev rows and the templated ones apart: the choice "
                             "reads them together, and the test rows are all real.", name="stage_choice_by_origin"))
+    misses = {side: counts for side, counts in (choice.get("setn_misses") or {}).items() if isinstance(counts, dict)}
+    if misses:
+        kinds = (("right", "right"), ("inadequate", "below the adequacy bar"),
+                 ("not_neutral", "adequate, not judged neutral"))
+        blocks.append(Table(["Set-N dev rows", *misses], [[title, *(str(c.get(key, "—")) for c in misses.values())]
+                                                          for key, title in kinds],
+                            "Where the Set-N rows the GNT figure misses go: an alignment stage gains only by "
+                            "turning inadequate or gendered translations into adequate neutral ones.",
+                            name="stage_choice_setn_misses"))
     return blocks
 
 
