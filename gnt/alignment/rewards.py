@@ -50,6 +50,11 @@ class Sample:
     def references(self) -> list[str]:
         return [self.entry.ref_g, *self.entry.ref_n]
 
+    @property
+    def target_references(self) -> list[str]:
+        """The references in the form the entry's set asks for: the Ref-N alternatives for Set-N, Ref-G for Set-G."""
+        return list(self.entry.ref_n) if self.entry.set == "Set-N" else [self.entry.ref_g]
+
 
 def label_reward(sample: Sample) -> float:
     """1 when the output's label is the entry's (GENDERED for Set-G, NEUTRAL for Set-N) and the output is clean."""
@@ -78,18 +83,11 @@ def chrf_reward(sample: Sample) -> float:
     return sample.chrf / 100.0 if sample.extraction.ok else 0.0
 
 
-TARGET_REFERENCES = {"Set-N": "ref_n", "Set-G": "ref_g"}
-"""Which of an entry's references are in the form its set asks for."""
-
-
 def target_chrf_reward(sample: Sample) -> float:
     """The translation's chrF++ against the references in the form the entry's set asks for (Set-N: every Ref-N
     alternative; Set-G: Ref-G), scaled to 0..1; 0 for an extraction error. Like ``chrf`` it decides between samples
     the binary rewards score alike, but it never prefers the wrong form's wording."""
-    if not sample.extraction.ok:
-        return 0.0
-    target = getattr(sample.entry, TARGET_REFERENCES[sample.entry.set])
-    return chrf_pp(sample.extraction.translation, [target] if isinstance(target, str) else list(target)) / 100.0
+    return chrf_pp(sample.extraction.translation, sample.target_references) / 100.0 if sample.extraction.ok else 0.0
 
 
 REWARDS: dict[str, Callable[[Sample], float]] = {
