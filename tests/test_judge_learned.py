@@ -17,12 +17,14 @@ from gnt.generation.scoring import ChoiceRequest, score_choices
 from gnt.io import read_json, read_jsonl
 from gnt.judge.learned import check_trained_prompts, judge_adapter, judge_recipe_mapping
 from gnt.judge.training_rows import (
+    JudgeExample,
     JudgeRowSettings,
     JudgeRowsExtra,
     departing_spans,
     mgente_examples,
     templated_examples,
 )
+from gnt.judge.training_rows import _capped_templated as capped_templated
 from gnt.paths import PROJECT_ROOT, RECIPES_DIR
 from gnt.recipe import RecipeError
 
@@ -84,6 +86,29 @@ def test_templated_labels_only_where_the_forms_decide() -> None:
     assert {e.label for e in templated_examples(amb)} == {"NEUTRAL", "WRONGLY GENDERED"}
 
 
+def _example(n: int, origin: str, label: str, lang: str = "it") -> JudgeExample:
+    return JudgeExample(lang=lang, source=f"s{n}", translation=f"t{n}", label=label, origin=origin,
+                        id=f"{origin}-{label}-{n}")
+
+
+def test_templated_rows_are_split_evenly_between_neutral_and_gendered() -> None:
+    mgente = [_example(i, "mgente", "NEUTRAL") for i in range(40)]
+    gendered = [_example(i, "templated", "WRONGLY GENDERED" if i % 2 else "CORRECTLY GENDERED") for i in range(60)]
+    neutral = [_example(100 + i, "templated", "NEUTRAL") for i in range(30)]
+    examples = mgente + gendered + neutral
+
+    def labels(kept: list[JudgeExample]) -> tuple[int, int]:
+        templated = [e for e in kept if e.origin == "templated"]
+        return sum(e.label == "NEUTRAL" for e in templated), sum(e.label != "NEUTRAL" for e in templated)
+
+    assert labels(capped_templated(examples, 0.5, balance=True)) == (10, 10)  # budget 20: half each
+    assert labels(capped_templated(examples, 2.0, balance=True)) == (30, 30)  # the scarcer label bounds both
+    unbalanced = labels(capped_templated(examples, 2.0, balance=False))
+    assert sum(unbalanced) == 80 and unbalanced[1] > unbalanced[0], "without balance: a sample regardless of label"
+    again = capped_templated(list(reversed(examples)), 0.5, balance=True)
+    assert {e.id for e in again} == {e.id for e in capped_templated(examples, 0.5, balance=True)}, "a stable sample"
+
+
 def test_the_build_writes_judge_rows_from_training_and_dev_sources_only(judge_build: Path) -> None:
     manifest = read_json(judge_build / "manifest.json")
     judge = manifest["judge"]
@@ -107,6 +132,10 @@ def test_the_build_writes_judge_rows_from_training_and_dev_sources_only(judge_bu
     assert cross.judge_format == "CROSS-L"
     by_origin = judge["counts"]["train"]["by_origin"]
     assert by_origin["templated"] <= 0.5 * by_origin["mgente"] + 4, "templated rows are capped per language"
+    templated = [r for r in train if r["origin"] == "templated"]
+    for lang in ("it", "es"):
+        labels = [r["label"] for r in templated if r["lang"] == lang]
+        assert labels and labels.count("NEUTRAL") == labels.count("GENDERED"), f"{lang}: templated labels balanced"
 
 
 def test_distilled_judgments_are_learned_only_from_training_sources(judge_build: Path, tmp_path: Path) -> None:

@@ -103,6 +103,10 @@ class JudgeRowSettings:
     judge_templated_ratio: float = field(default=0.5, metadata={
         "help": "templated rows per mGeNTE row of a language and side, at most (a stable sample): templated "
                 "sentences are short and alike, and would otherwise outnumber the references"})
+    judge_templated_balance: bool = field(default=True, metadata={
+        "help": "split each language's templated rows evenly between NEUTRAL and gendered text (false: a stable "
+                "sample regardless of label, about two gendered rows per neutral one, since a determined input gives "
+                "a correct and a swapped gendered row and an ambiguous one a row of each)"})
     judge_distill: tuple[str, ...] = field(default=(), metadata={
         "help": "judgments of another judge to learn from: judge caches (cache/judgments.jsonl) or model folders' "
                 "judgments.jsonl (their sources must be training or dev sources of this build)"})
@@ -300,15 +304,30 @@ def render_row(example: JudgeExample, prompt: JudgePrompt) -> dict[str, Any] | N
     }
 
 
-def _capped_templated(examples: list[JudgeExample], ratio: float) -> list[JudgeExample]:
-    """At most ``ratio`` templated examples per mGeNTE example of each language, a stable sample (by content hash)."""
+def _capped_templated(examples: list[JudgeExample], ratio: float, balance: bool) -> list[JudgeExample]:
+    """At most ``ratio`` templated examples per mGeNTE example of each language, a stable sample (by content hash).
+
+    With ``balance``, as many NEUTRAL as gendered templated examples per language (each half of the budget, fewer
+    where one label has fewer). Why: templated sentences are short and alike, and unbalanced (about two gendered
+    per neutral) they taught the judge that a short first-person sentence is gendered: it called exact copies of
+    templated neutral references GENDERED.
+    """
     from gnt.io import sha256_text
+
+    def stable(found: list[JudgeExample]) -> list[JudgeExample]:
+        return sorted(found, key=lambda e: sha256_text(f"{e.id}|{e.translation}"))
 
     kept = [e for e in examples if e.origin != "templated"]
     for lang in sorted({e.lang for e in examples}):
         templated = [e for e in examples if e.origin == "templated" and e.lang == lang]
         budget = int(ratio * sum(e.origin == "mgente" and e.lang == lang for e in examples))
-        kept += sorted(templated, key=lambda e: sha256_text(f"{e.id}|{e.translation}"))[:budget]
+        if not balance:
+            kept += stable(templated)[:budget]
+            continue
+        neutral = [e for e in templated if e.label == NEUTRAL]
+        gendered = [e for e in templated if e.label != NEUTRAL]
+        each = min(budget // 2, len(neutral), len(gendered))
+        kept += stable(neutral)[:each] + stable(gendered)[:each]
     return kept
 
 
@@ -348,10 +367,11 @@ def build_judge_rows(settings: JudgeRowSettings, langs: Sequence[str], sides: Ma
     rows: dict[str, list[dict[str, Any]]] = {}
     counts: dict[str, Any] = {}
     for side in ("train", "dev"):
-        examples = list(entry_examples(e for e in sides.get(side, ()) if e.lang in langs))
-        examples = _capped_templated(examples, settings.judge_templated_ratio)
-        examples += [e for e in distilled[side] if e.lang in langs]
-        examples, conflicts = _deduplicated(examples)
+        # distinct texts first, so the templated sample's labels stay as balanced as it was drawn
+        examples, conflicts = _deduplicated(entry_examples(e for e in sides.get(side, ()) if e.lang in langs))
+        examples = _capped_templated(examples, settings.judge_templated_ratio, settings.judge_templated_balance)
+        examples, distilled_conflicts = _deduplicated(examples + [e for e in distilled[side] if e.lang in langs])
+        conflicts += distilled_conflicts
         rendered = [render_row(e, prompts[e.lang]) for e in examples]
         rows[side] = [r for r in rendered if r is not None]
         counts[side] = {
