@@ -23,13 +23,11 @@ had the machine alone; bench/train_lean.py measures the per-step ratio in one in
 
 from __future__ import annotations
 
-import statistics
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from judge_runs import binary_figures, mean_sd, run_script
 from record import bench_command, conclude, module_at
 
 from gnt.cli.command import Call
@@ -55,38 +53,27 @@ class JudgeDtypeOptions:
         "help": "runs, validations and the build (reused when already there)"})
 
 
-def _python(*args: str) -> None:
-    subprocess.run([sys.executable, *args], cwd=ROOT, check=True)
 
 
-def _validation(path: Path) -> dict[str, Any]:
-    report = read_json(path)
-    overall = next(r for r in report["results"] if r["lang"] == "all")
-    recall = {label: round(100 * figures["recall"], 1) for label, figures in overall["binary"]["per_label"].items()}
-    return {"accuracy": round(100 * overall["binary"]["accuracy"], 1), "recall": recall, "n": overall["binary"]["n"]}
 
 
 def _one(variant: str, seed: int, out: Path, data: Path) -> dict[str, Any]:
     run = out / f"judge-{variant}-{seed}"
     record_path = run / RUN_RECORD
     if not (record_path.is_file() and read_json(record_path).get("status") == "complete"):
-        _python("train/sft.py", RECIPE, f"data_dir={data}", f"output_dir={run}", f"seed={seed}", *VARIANTS[variant])
+        run_script("train/sft.py", RECIPE, f"data_dir={data}", f"output_dir={run}", f"seed={seed}", *VARIANTS[variant])
     record = read_json(record_path)
     figures: dict[str, Any] = {"run": str(run), "git": record["environment"]["git"], "overrides": record["overrides"],
                                "train_seconds": round(record["train_metrics"]["train_runtime"], 1)}
     for split, references in SPLITS.items():
         path = run / f"val-{split}.json"
         if not path.is_file():
-            _python("eval/judge.py", "validate", RECIPE, f"judge_adapter={run}", f"data={data / 'eval' / references}",
+            run_script("eval/judge.py", "validate", RECIPE, f"judge_adapter={run}", f"data={data / 'eval' / references}",
                     f"validation={path}")
-        figures[split] = _validation(path)
+        figures[split] = binary_figures(path)
     return figures
 
 
-def _mean_sd(values: list[float]) -> dict[str, float]:
-    return {"mean": round(statistics.mean(values), 2),
-            "sd": round(statistics.stdev(values), 2) if len(values) > 1 else 0.0,
-            "min": min(values), "max": max(values)}
 
 
 def _run(call: Call) -> None:
@@ -94,17 +81,17 @@ def _run(call: Call) -> None:
     out = Path(args.out_dir)
     data = out / "data"
     if not (data / "manifest.json").is_file():
-        _python("data/build.py", f"out_dir={data}", *BUILD)
+        run_script("data/build.py", f"out_dir={data}", *BUILD)
     runs = {variant: {str(seed): _one(variant, seed, out, data) for seed in args.seeds} for variant in args.variants}
     summary = {}
     for variant, by_seed in runs.items():
         seeds = list(by_seed.values())
         summary[variant] = {
-            "dev_accuracy": _mean_sd([r["dev"]["accuracy"] for r in seeds]),
-            "test_accuracy": _mean_sd([r["test"]["accuracy"] for r in seeds]),
-            "test_recall_gendered": _mean_sd([r["test"]["recall"]["GENDERED"] for r in seeds]),
-            "test_recall_neutral": _mean_sd([r["test"]["recall"]["NEUTRAL"] for r in seeds]),
-            "train_seconds": _mean_sd([r["train_seconds"] for r in seeds]),
+            "dev_accuracy": mean_sd([r["dev"]["accuracy"] for r in seeds]),
+            "test_accuracy": mean_sd([r["test"]["accuracy"] for r in seeds]),
+            "test_recall_gendered": mean_sd([r["test"]["recall"]["GENDERED"] for r in seeds]),
+            "test_recall_neutral": mean_sd([r["test"]["recall"]["NEUTRAL"] for r in seeds]),
+            "train_seconds": mean_sd([r["train_seconds"] for r in seeds]),
         }
     chosen = max(summary, key=lambda v: summary[v]["dev_accuracy"]["mean"]) if len(summary) > 1 else None
     rows = [(f"{variant}: dev / test acc. (mean over {len(args.seeds)} seeds), train s",
