@@ -121,6 +121,7 @@ def test_reference_validation_table_on_the_sample(tmp_path):
     assert cells["overall"]["accuracy"] == pytest.approx(1 - cells["Set-G/Ref-G"]["n"] / cells["overall"]["n"])
     mono_all = next(r for r in report["results"] if r["format"] == "MONO-L" and r["lang"] == "all")
     assert mono_all["cells"]["overall"]["accuracy"] == 1.0  # MONO: both gendered labels are GENDERED
+    assert report["misjudged"] == [], "binary view: a correct gender judged wrong is still GENDERED"
     assert {r["lang"] for r in report["results"]} == {"it", "es", "de", "el", "all"}
     table = reference_table(report)
     assert "| CROSS-P+L | all | 0.0 | 100.0 | 100.0 | 100.0 |" in table
@@ -155,3 +156,5 @@ def test_templated_set_n_references_are_validated_and_reported_apart() -> None:
     templated = report["by_origin"]["templated"]
     assert templated["Set-N/Ref-N"]["accuracy"] == 1.0 and templated["Set-N/Ref-G"]["accuracy"] == 0.0
     assert "| MONO-L | all, templated rows | – | – | 0.0 | 100.0 | 50.0 | 0 |" in reference_table(report)
+    assert report["misjudged"] == [{"id": ambiguous.id, "lang": "it", "origin": "templated", "cell": "Set-N/Ref-G",
+                                    "translation": ambiguous.ref_g, "gold": "GENDERED", "judged": "NEUTRAL"}]

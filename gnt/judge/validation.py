@@ -145,7 +145,8 @@ def validate_references(
 
     Returns a JSON-ready dict: ``results`` holds one entry per format and language (``lang`` ``all`` pools the
     languages), each with ``cells`` (``Set-G/Ref-G``, ``Set-G/Ref-N``, ``Set-N/Ref-G``, ``Set-N/Ref-N``,
-    ``overall``) and the full classification report.
+    ``overall``) and the full classification report; ``misjudged`` lists the references the headline format got
+    wrong (binary view), with their text.
     """
     refs = reference_items(entries, exclude_source_keys)
     left_out_templated = sum(templated_set_g(e) for e in entries)
@@ -182,6 +183,7 @@ def validate_references(
         for origin in origins:
             idx = [i for i, r in enumerate(refs) if r.entry.origin == origin]
             by_origin[origin] = _cell_scores([refs[i] for i in idx], [preds[i] for i in idx], fmt)
+    misjudged = _misjudged(refs, *predictions[headline["format"]]) if headline else []
     return {
         "kind": "references",
         **_headline(judge_info, headline["format"] if headline else None, headline["report"] if headline else None),
@@ -191,7 +193,21 @@ def validate_references(
         "n_references": len(refs),
         "results": results,
         **({"by_origin": by_origin} if by_origin else {}),
+        "misjudged": misjudged,
     }
+
+
+def _misjudged(refs: Sequence[ReferenceItem], preds: Sequence[str | None], fmt: JudgeFormat) -> list[dict[str, Any]]:
+    """The references the headline format got wrong on the binary view (GENDERED vs NEUTRAL, what GNT accuracy
+    uses), judge errors included: what a reader needs to see what the judge misses, not only how often."""
+    wrong = []
+    for ref, pred in zip(refs, preds, strict=True):
+        gold = _binary(to_format_label(ref.gold, fmt))
+        got = _binary(pred if pred is not None else ERROR_LABEL)
+        if got != gold:
+            wrong.append({"id": ref.entry.id, "lang": ref.entry.lang, "origin": ref.entry.origin,
+                          "cell": ref.cell, "translation": ref.item.translation, "gold": gold, "judged": got})
+    return wrong
 
 
 def _binary(label: str) -> str:
