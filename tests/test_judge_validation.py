@@ -140,21 +140,25 @@ def test_templated_set_n_references_are_validated_and_reported_apart() -> None:
     determined = Entry("tpl-it-000001-det", "it", "Set-G", '"As a nurse, I\'m calm," she said.',
                        "«Come infermiera, sono calma», disse.", ("«Come infermiera, sono una persona calma», disse.",),
                        gender="F", origin="templated")
-    entries = [*mgente, ambiguous, determined]
+    epicene = Entry("tpl-it-000002-amb", "it", "Set-N", '"Maybe I am sensitive," I said.',
+                    "«Forse sono sensibile», dissi.", ("«Forse sono sensibile», dissi.",), origin="templated")
+    entries = [*mgente, ambiguous, determined, epicene]
     refs = reference_items(entries)
     assert [(r.entry.id, r.reference) for r in refs if r.entry.origin == "templated"] == [
-        (ambiguous.id, "Ref-G"), (ambiguous.id, "Ref-N")]
+        (ambiguous.id, "Ref-G"), (ambiguous.id, "Ref-N"), (epicene.id, "Ref-N")], \
+        "a Ref-G that is the Ref-N word for word genders nobody: judged once, as NEUTRAL"
     ref_n = {e.ref_n[0] for e in mgente}  # right on every mGeNTE reference, NEUTRAL on every templated one
 
     def label(target: str) -> str:
-        return N if target in ref_n or "Sinceramente" in target else WG
+        return N if target in ref_n or "Sinceramente" in target or "sensibile" in target else WG
 
     classifiers = {"MONO-L": llm_classifier(LLMJudge(ScriptedBackend(label), JudgeSettings(format="MONO-L")))}
     report = validate_references(entries, classifiers)
     assert report["excluded_exemplar_rows"] == 0 and report["excluded_templated_set_g_rows"] == 1
+    assert report["excluded_ungendered_ref_g"] == 1
     assert report["by_origin"]["mgente"]["overall"]["accuracy"] == 1.0
     templated = report["by_origin"]["templated"]
     assert templated["Set-N/Ref-N"]["accuracy"] == 1.0 and templated["Set-N/Ref-G"]["accuracy"] == 0.0
-    assert "| MONO-L | all, templated rows | – | – | 0.0 | 100.0 | 50.0 | 0 |" in reference_table(report)
+    assert "| MONO-L | all, templated rows | – | – | 0.0 | 100.0 | 66.7 | 0 |" in reference_table(report)
     assert report["misjudged"] == [{"id": ambiguous.id, "lang": "it", "origin": "templated", "cell": "Set-N/Ref-G",
                                     "translation": ambiguous.ref_g, "gold": "GENDERED", "judged": "NEUTRAL"}]

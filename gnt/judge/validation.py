@@ -91,7 +91,8 @@ def reference_items(entries: Iterable[Entry], exclude_source_keys: Iterable[str]
     Templated Set-G entries are left out too: their "Ref-N" of a determined input only neutralises the adjective
     and keeps the gendered cue ("El hombre ..."), so the mGeNTE rule (every Ref-N is NEUTRAL) does not hold for
     them. Templated Set-N entries stay: an ambiguous input's Ref-N is neutral and its Ref-G gendered by
-    construction, and they are most of the dev rows the stage choice reads, so the judge is validated on them too.
+    construction, and they are most of the dev rows the stage choice reads, so the judge is validated on them too,
+    except where their Ref-G is the Ref-N itself (:func:`ungendered_ref_g`).
     """
     excluded = set(exclude_source_keys)
     gold = {(s, r): g for s, r, g in REFERENCE_CELLS}
@@ -99,7 +100,7 @@ def reference_items(entries: Iterable[Entry], exclude_source_keys: Iterable[str]
     for entry in entries:
         if entry.source_key in excluded or templated_set_g(entry):
             continue
-        for reference in ("Ref-G", "Ref-N"):
+        for reference in ("Ref-N",) if ungendered_ref_g(entry) else ("Ref-G", "Ref-N"):
             items.append(ReferenceItem(entry, reference, gold[(entry.set, reference)]))
     return items
 
@@ -107,6 +108,13 @@ def reference_items(entries: Iterable[Entry], exclude_source_keys: Iterable[str]
 def templated_set_g(entry: Entry) -> bool:
     """A templated Set-G row: its Ref-N keeps the gendered cue, so it has no reference of known label pair."""
     return entry.origin == "templated" and entry.set == "Set-G"
+
+
+def ungendered_ref_g(entry: Entry) -> bool:
+    """A row whose Ref-G is its Ref-N word for word: an ambiguous templated input with an epicene adjective and no
+    gendered noun ("Quizá soy sensible"). Its "Ref-G" genders nobody, so it is judged once, as the NEUTRAL Ref-N;
+    judged twice, the same text would count as both labels and cost any judge one error."""
+    return bool(entry.ref_n) and entry.ref_g == entry.ref_n[0]
 
 
 def _cell_scores(refs: Sequence[ReferenceItem], preds: Sequence[str | None], fmt: JudgeFormat) -> dict[str, Any]:
@@ -190,6 +198,7 @@ def validate_references(
         "n_rows": len(entries),
         "excluded_exemplar_rows": excluded,
         "excluded_templated_set_g_rows": left_out_templated,
+        "excluded_ungendered_ref_g": sum(ungendered_ref_g(r.entry) for r in refs if r.reference == "Ref-N"),
         "n_references": len(refs),
         "results": results,
         **({"by_origin": by_origin} if by_origin else {}),
