@@ -10,8 +10,8 @@ neutral references GENDERED, and most Set-N rows of the translator's dev split a
 
 Two builds of the demo's data (scripts/demo.py, profile gemma), the same but for the judge's templated rows:
 
-- ``balanced``: the build as it is (``judge_templated_balance: true``, as many NEUTRAL as gendered templated rows);
-- ``by_hash``: ``judge_templated_balance=false``, the earlier sample.
+- ``balanced``: ``judge_templated_balance=true``, as many NEUTRAL as gendered templated rows;
+- ``by_hash``: ``judge_templated_balance=false``, a stable sample regardless of label (the default).
 
 For each, ``recipes/judge-gemma270m.yaml`` is trained with every seed and validated with ``eval/judge.py validate``
 on four reference sets: the dev and held-out (test) mGeNTE references of it, es, de and el, and the dev and held-out
@@ -39,7 +39,7 @@ from gnt.io import read_json
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = "recipes/judge-gemma270m.yaml"
-VARIANTS = {"balanced": (), "by_hash": ("judge_templated_balance=false",)}
+VARIANTS = {"balanced": ("judge_templated_balance=true",), "by_hash": ("judge_templated_balance=false",)}
 REFERENCES = {"dev": "judge_dev_references.jsonl", "dev_templated": "templated_dev.jsonl",
               "test": "judge_references.jsonl", "test_templated": "templated_test.jsonl"}
 BUILD = module_at(ROOT / "scripts" / "demo.py", "gnt_demo").MODELS["gemma"].build

@@ -132,7 +132,12 @@ def test_the_build_writes_judge_rows_from_training_and_dev_sources_only(judge_bu
     assert cross.judge_format == "CROSS-L"
     by_origin = judge["counts"]["train"]["by_origin"]
     assert by_origin["templated"] <= 0.5 * by_origin["mgente"] + 4, "templated rows are capped per language"
-    templated = [r for r in train if r["origin"] == "templated"]
+
+
+def test_a_balanced_build_holds_as_many_neutral_as_gendered_templated_rows(tmp_path: Path) -> None:
+    """Texts are deduplicated before the sample, so the balance the sample draws is the balance written."""
+    _build(tmp_path / "balanced", judge_templated_balance=True)
+    templated = [r for r in read_jsonl(tmp_path / "balanced" / "judge" / "train.jsonl") if r["origin"] == "templated"]
     for lang in ("it", "es"):
         labels = [r["label"] for r in templated if r["lang"] == lang]
         assert labels and labels.count("NEUTRAL") == labels.count("GENDERED"), f"{lang}: templated labels balanced"
