@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gnt.alignment.onpolicy import OnPolicyConfig, pair_groups, run_onpolicy
+from gnt.alignment.onpolicy import OnPolicyConfig, pair_groups, run_onpolicy, settings_record
 from gnt.alignment.rewards import (
     RewardSpec,
     Sample,
@@ -173,10 +173,15 @@ def test_finished_rounds_of_other_settings_are_never_overwritten(tmp_path: Path,
     from gnt.output_folder import claim_output_folder
 
     out = claim_output_folder(tmp_path / "onpolicy", "onpolicy")  # a folder an earlier run wrote
+    recorded = {**settings_record(config), "samples_per_prompt": 7}
+    recorded["dpo"] = {**recorded["dpo"], "learning_rate": 1.0}
     (out / "onpolicy.json").write_text(json.dumps({"format": "gnt-align/onpolicy/1", "settings_key": "other",
-                                                   "rounds": {"1": {"status": "complete"}}}))
-    with pytest.raises(RecipeError, match=r"finished round\(s\) 1 made with other settings"):
+                                                   "settings": recorded, "rounds": {"1": {"status": "complete"}}},
+                                                  default=str))
+    with pytest.raises(RecipeError, match=r"finished round\(s\) 1 made with other settings "
+                                          r"\(dpo\.learning_rate: 1\.0 -> .*; samples_per_prompt: 7 -> 2\)") as refused:
         run_onpolicy(config)
+    assert "output_dir" not in str(refused.value).split("(")[1], "keys that agree are not listed"
 
 
 def test_sampling_gives_k_outputs_per_prompt_and_a_rerun_generates_nothing(tmp_path: Path, eval_tiny_run: Path,

@@ -31,6 +31,7 @@ settings continues where it stopped; one with other settings would overwrite fin
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 from collections import Counter
@@ -442,6 +443,22 @@ def settings_record(config: OnPolicyConfig) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def settings_differences(recorded: dict[str, Any], asked: dict[str, Any], shown: int = 4) -> str:
+    """The keys whose value differs between finished rounds' settings and this run's, as ``key: recorded ->
+    asked`` (nested keys dotted, the first ``shown``): a refusal should say what to change, and a path spelt
+    relative to where the run started counts as another value."""
+    def flat(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for key, value in values.items():
+            found |= flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
+        return found
+
+    old, new = flat(json.loads(json.dumps(recorded))), flat(json.loads(json.dumps(asked, default=str)))
+    keys = [k for k in sorted(old.keys() | new.keys()) if old.get(k, "unset") != new.get(k, "unset")]
+    parts = [f"{k}: {old.get(k, 'unset')} -> {new.get(k, 'unset')}" for k in keys[:shown]]
+    return "; ".join(parts + ([f"{len(keys) - shown} more"] if len(keys) > shown else []))
+
+
 def check_before_sampling(config: OnPolicyConfig) -> dict[str, Any]:
     """Everything that can be refused is refused here, before any model loads: the policy adapter, the judge
     recipe and its adapter, the DPO keys, and finished rounds another setting would overwrite. Returns the state
@@ -461,9 +478,10 @@ def check_before_sampling(config: OnPolicyConfig) -> dict[str, Any]:
     state = read_json(state_path) if state_path.is_file() else {"format": FORMAT, "rounds": {}}
     finished = {r: v for r, v in state.get("rounds", {}).items() if v.get("status") == "complete"}
     if finished and state.get("settings_key") != config.settings_key():
+        differ = settings_differences(state.get("settings") or {}, settings_record(config))
         raise RecipeError(f"output_dir={out} holds finished round(s) {', '.join(sorted(finished))} made with other "
-                          "settings: this run would overwrite them. Choose a new output_dir, or rerun with the "
-                          f"settings recorded in {state_path}")
+                          f"settings{f' ({differ})' if differ else ''}: this run would overwrite them. Choose a new "
+                          f"output_dir, or rerun with the settings recorded in {state_path}")
     training_prompts(Path(config.data_dir or ""), config.templated, config.prompt_split)
     return state
 
