@@ -75,6 +75,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "k4": (),
     "k4_dpo16": ("dpo.max_steps=16", "dpo.save_steps=16"),
     "k8": ("samples_per_prompt=8",),
+    "k8_r2": ("samples_per_prompt=8", "rounds=2"),
     "align15_k4": ("prompt_split=align",),
     "mgente_k8": ("templated=false", "samples_per_prompt=8"),
     "mgente_k8_r2": ("templated=false", "samples_per_prompt=8", "rounds=2"),
@@ -123,9 +124,12 @@ Set-N test rows, most are below the adequacy bar, not gendered (``setn_misses`` 
 ``mgente_k8``'s 64 prompts per seed were ties the binary rewards could not rank. 16 steps, for its
 pairs from nearly every prompt. ``mgente_k8_target_chrf`` grades against the target form's references only
 (``target_chrf``): in the 5edb3fa record ``chrf`` raised chrF++ on the real dev rows but not their right rows, and
-a chosen Set-N sample can owe its grade to Ref-G's wording (docs/alignment.md). A run tries :data:`TRIED_NOW`; the record keeps what earlier runs tried
+a chosen Set-N sample can owe its grade to Ref-G's wording (docs/alignment.md). ``k8_r2`` is ``k8`` (templated and
+mGeNTE prompts) with ``mgente_k8_r2``'s second round: once the test comparison held the templated test rows too,
+``mgente_k8_r2`` (real prompts only) left every templated test row of seed 42 as SFT had it, while ``k8``'s dev gain
+was on the templated rows (bd99f57 record). A run tries :data:`TRIED_NOW`; the record keeps what earlier runs tried
 (``earlier``)."""
-TRIED_NOW = ["mgente_k8", "mgente_k8_r2", "mgente_k8_chrf", "mgente_k8_target_chrf"]
+TRIED_NOW = ["k8", "k8_r2", "mgente_k8", "mgente_k8_r2", "mgente_k8_chrf", "mgente_k8_target_chrf"]
 TESTS = {"gnt_n_adequate": ("gnt_accuracy_adequate", "Set-N"), "label_bal": ("label_balanced_accuracy", None),
          "chrf": ("chrf", None), "label_g": ("label_accuracy", "Set-G"), "label_n": ("label_accuracy", "Set-N")}
 GOALS = {
