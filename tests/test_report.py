@@ -327,6 +327,29 @@ def test_cli_writes_report_elsewhere_with_xcomet_and_validation(tmp_path: Path,
     assert module.main([str(tmp_path / "nothing")]) == 2
 
 
+def test_the_report_quotes_what_the_judge_got_wrong_by_kind_of_error(tmp_path: Path) -> None:
+    from gnt.report.build import build_report
+    from gnt.report.config import ReportConfig
+
+    results = make_results(tmp_path / "results", steps=(2,), extras=False, langs=("it",), rows_per_set=4,
+                           validation=False)
+    wrong = [{"id": f"IT-{i}", "lang": "it", "origin": "mgente", "cell": "Set-N/Ref-G", "translation": f"I cittadini {i}",
+              "gold": "GENDERED", "judged": "NEUTRAL"} for i in range(6)]
+    wrong += [{"id": "IT-9", "lang": "it", "origin": "mgente", "cell": "Set-G/Ref-N", "gold": "NEUTRAL",
+               "translation": "La cittadinanza", "judged": "GENDERED"},
+              {"id": "IT-10", "lang": "it", "origin": "mgente", "cell": "Set-G/Ref-N", "gold": "NEUTRAL",
+               "translation": "Chi vota", "judged": "ERROR"}]
+    write_json(results / "judge_validation.json", {
+        "kind": "references", "judge": "llm", "format": "MONO-L", "misjudged": wrong,
+        "results": [{"format": "MONO-L", "lang": "all", "binary": {"n": 80, "accuracy": 0.9}}]})
+    text = build_report(results, ReportConfig(out_dir=str(tmp_path / "r"), bootstrap_samples=50)).read_text(
+        encoding="utf-8")
+    assert "What the judge got wrong in judge_validation.json: 8 references of 80" in text
+    assert "gendered called neutral (6): it «I cittadini 0»; it «I cittadini 1»; it «I cittadini 2»; it «I cittadini 3»" in text
+    assert "I cittadini 4" not in text, "a few are quoted, not all"
+    assert "neutral called gendered (1): it «La cittadinanza»" in text and "no verdict (a judge error or abstention): 1" in text
+
+
 def test_fewer_extraction_errors_is_marked_better_and_more_is_marked_worse() -> None:
     from gnt.report.significance import PairedResult
     from gnt.report.tables import Cell

@@ -22,7 +22,7 @@ from typing import Any
 
 from gnt.bootstrap import DEFAULT, BootstrapSettings
 from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD
-from gnt.report.blocks import Block, Details, Document, Heading, Image, Para, Pre, Table
+from gnt.report.blocks import Block, Bullets, Details, Document, Heading, Image, Para, Pre, Table
 from gnt.report.collect import ModelResult, Results, row_key
 from gnt.report.config import ReportConfig
 from gnt.report.plots import all_figures, headline_shots, model_label
@@ -195,6 +195,41 @@ def judge_line(results: Results) -> tuple[str, list[dict]]:
                          "`python eval/judge.py validate ...` and pass the report to the judge step or "
                          "`eval/report.py --judge-validation`).")
     return " ".join(sentences), validity
+
+
+MISJUDGED_SHOWN = 4
+"""References quoted per kind of judge error (gendered called neutral, neutral called gendered)."""
+
+
+def _misjudged_blocks(results: Results, data: dict) -> list[Block]:
+    """What the judge got wrong on its held-out references (the validation's ``misjudged`` list), a few quoted per
+    direction of error: a reader weighs a GNT figure by the kind of text its judge misreads, not only by how often."""
+    blocks: list[Block] = []
+    data["judge_misjudged"] = []
+    for path, validation in results.judge_validation:
+        wrong = validation.get("misjudged") if isinstance(validation, dict) else None
+        if not isinstance(wrong, list) or not wrong:
+            continue
+        judged = sum(int((r.get("binary") or {}).get("n") or 0) for r in validation.get("results") or []
+                     if isinstance(r, dict) and r.get("lang") == "all")
+        kinds: dict[tuple[str, str], list[dict]] = {("GENDERED", "NEUTRAL"): [], ("NEUTRAL", "GENDERED"): []}
+        others = 0
+        for m in wrong:
+            kind = (m.get("gold"), m.get("judged")) if isinstance(m, dict) else None
+            if kind in kinds:
+                kinds[kind].append(m)
+            else:
+                others += 1
+        items = [f"{gold.lower()} called {called.lower()} ({len(found)}): "
+                 + "; ".join(f"{m.get('lang')} «{m.get('translation')}»" for m in found[:MISJUDGED_SHOWN])
+                 for (gold, called), found in kinds.items() if found]
+        items += [f"no verdict (a judge error or abstention): {others}"] if others else []
+        name = path.name
+        blocks += [Para(f"What the judge got wrong in {name}: {len(wrong)} references"
+                        + (f" of {judged}" if judged else "") + ", by the kind of error (a few quoted):"),
+                   Bullets(items)]
+        data["judge_misjudged"].append({"file": name, "n": len(wrong), "shown": items})
+    return blocks
 
 
 def _judge_name(name: str, fmt: str | None) -> str:
@@ -763,6 +798,7 @@ def compose(results: Results, out_dir: str | Path, config: ReportConfig) -> Docu
         keys = ["file", "judge", "format", "accuracy", "macro_f1", "kappa", "n"]  # figures as in the file
         blocks.append(Table(keys, [[_number(v.get(k)) for k in keys] for v in validity], name="judge_validity"))
     data["judge_validity"] = validity
+    blocks += _misjudged_blocks(results, data)
     blocks += _leakage_section(results)
     blocks += _runs_section(results)
     name = config.title or f"gnt-align evaluation report — {results.directory.name}"
