@@ -86,6 +86,25 @@ def test_templated_labels_only_where_the_forms_decide() -> None:
     assert {e.label for e in templated_examples(amb)} == {"NEUTRAL", "WRONGLY GENDERED"}
 
 
+def test_adjective_swaps_gender_a_neutral_target_whose_noun_was_rewritten() -> None:
+    meta = {"gender_marked": "true", "form_m": "curioso", "form_f": "curiosa", "form_n": "una persona curiosa"}
+    amb = Entry("p3-amb", "it", "Set-N", '"As an engineer, I am curious," I said.', "«Come ingegnere, sono curioso», dissi.",
+                ("«Nel mio lavoro di ingegneria, sono una persona curiosa», dissi.",), origin="templated", meta=meta)
+    assert len(list(templated_examples(amb))) == 2, "off by default: the neutral and the masculine-default target"
+    got = {e.translation: (e.label, e.phrases[0]["gender"]) for e in templated_examples(amb, adjective_swaps=True)}
+    assert got["«Nel mio lavoro di ingegneria, sono curioso», dissi."] == ("WRONGLY GENDERED", "M")
+    assert got["«Nel mio lavoro di ingegneria, sono curiosa», dissi."] == ("WRONGLY GENDERED", "F")
+    assert got["«Nel mio lavoro di ingegneria, sono una persona curiosa», dissi."][0] == "NEUTRAL"
+    no_noun = Entry("p4-amb", "it", "Set-N", '"You are curious," I said.', "«Sei curioso», dissi.",
+                    ("«Sei una persona curiosa», dissi.",), origin="templated", meta=meta)
+    texts = [e.translation for e in templated_examples(no_noun, adjective_swaps=True)]
+    assert texts.count("«Sei curioso», dissi.") == 1, "the masculine swap is the Ref-G itself: written once"
+    assert "«Sei curiosa», dissi." in texts
+    epicene = Entry("p5-amb", "it", "Set-N", '"I am happy," I said.', "«Sono felice», dissi.", ("«Sono felice», dissi.",),
+                    origin="templated", meta={**meta, "gender_marked": "false", "form_n": "felice"})
+    assert [e.label for e in templated_examples(epicene, adjective_swaps=True)] == ["NEUTRAL"]
+
+
 def _example(n: int, origin: str, label: str, lang: str = "it") -> JudgeExample:
     return JudgeExample(lang=lang, source=f"s{n}", translation=f"t{n}", label=label, origin=origin,
                         id=f"{origin}-{label}-{n}")

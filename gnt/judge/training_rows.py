@@ -108,6 +108,11 @@ class JudgeRowSettings:
                 "sample regardless of label, about two gendered rows per neutral one, since a determined input gives "
                 "a correct and a swapped gendered row and an ambiguous one a row of each; balanced, the judge "
                 "trained on the demo's build was less accurate on the dev references, docs/judge.md)"})
+    judge_templated_adjective_swaps: bool = field(default=False, metadata={
+        "help": "also write, for each ambiguous templated input with a gender-marked adjective, its neutral target "
+                "with the adjective's masculine and feminine forms swapped in for the neutral one, as WRONGLY "
+                "GENDERED: a rewritten noun beside a gendered adjective ('Nel mio lavoro di ingegneria, sono "
+                "curiosa'), the text the default judge calls neutral. Off until measured on dev"})
     judge_distill: tuple[str, ...] = field(default=(), metadata={
         "help": "judgments of another judge to learn from: judge caches (cache/judgments.jsonl) or model folders' "
                 "judgments.jsonl (their sources must be training or dev sources of this build)"})
@@ -179,8 +184,12 @@ def _swap_once(text: str, old: str, new: str) -> str | None:
     return text.replace(old, new) if old and old != new and text.count(old) == 1 else None
 
 
-def templated_examples(entry: Entry) -> Iterator[JudgeExample]:
-    """The labels a templated entry's forms determine (see the module docstring); nothing where they do not."""
+def templated_examples(entry: Entry, adjective_swaps: bool = False) -> Iterator[JudgeExample]:
+    """The labels a templated entry's forms determine (see the module docstring); nothing where they do not.
+
+    ``adjective_swaps``: an ambiguous input's neutral target with the neutral adjective phrase replaced by its
+    masculine and its feminine form is WRONGLY GENDERED too (where that text is not the masculine-default target
+    already): whatever else the neutral target rewrote, the adjective now genders the person."""
     base = {"lang": entry.lang, "source": entry.source, "origin": "templated", "set": entry.set}
     meta = entry.meta
     forms = {"M": meta.get("form_m", ""), "F": meta.get("form_f", ""), "N": meta.get("form_n", "")}
@@ -192,6 +201,13 @@ def templated_examples(entry: Entry) -> Iterator[JudgeExample]:
         if entry.ref_g and entry.ref_g != neutral:
             yield JudgeExample(translation=entry.ref_g, label=WRONGLY_GENDERED, id=f"{entry.id}/ref_g",
                                phrases=_phrases(departing_spans(entry.ref_g, neutral), "M", "wrong"), **base)
+        if adjective_swaps and meta.get("gender_marked") == "true" and neutral:
+            for gender in ("M", "F"):
+                swapped = _swap_once(neutral, forms["N"], forms[gender])
+                if swapped and swapped != entry.ref_g:
+                    yield JudgeExample(translation=swapped, label=WRONGLY_GENDERED,
+                                       id=f"{entry.id}/ref_n0_{gender.lower()}",
+                                       phrases=_phrases([forms[gender]], gender, "wrong"), **base)
         return
     gender = entry.gender or ""
     if meta.get("gender_marked") != "true" or gender not in ("F", "M") or entry.ref_g == neutral:
@@ -207,9 +223,10 @@ def templated_examples(entry: Entry) -> Iterator[JudgeExample]:
                                phrases=_phrases([other], wrong, "wrong"), **base)
 
 
-def entry_examples(entries: Iterable[Entry]) -> Iterator[JudgeExample]:
+def entry_examples(entries: Iterable[Entry], adjective_swaps: bool = False) -> Iterator[JudgeExample]:
     for entry in entries:
-        yield from (templated_examples(entry) if entry.origin == "templated" else mgente_examples(entry))
+        yield from (templated_examples(entry, adjective_swaps) if entry.origin == "templated"
+                    else mgente_examples(entry))
 
 
 # ----------------------------------------------------------------------------------------------- distillation
@@ -370,7 +387,8 @@ def build_judge_rows(settings: JudgeRowSettings, langs: Sequence[str], sides: Ma
     counts: dict[str, Any] = {}
     for side in ("train", "dev"):
         # distinct texts first, so the templated sample's labels stay as balanced as it was drawn
-        examples, conflicts = _deduplicated(entry_examples(e for e in sides.get(side, ()) if e.lang in langs))
+        examples, conflicts = _deduplicated(entry_examples((e for e in sides.get(side, ()) if e.lang in langs),
+                                                           settings.judge_templated_adjective_swaps))
         examples = _capped_templated(examples, settings.judge_templated_ratio, settings.judge_templated_balance)
         examples, distilled_conflicts = _deduplicated(examples + [e for e in distilled[side] if e.lang in langs])
         conflicts += distilled_conflicts
