@@ -1,4 +1,4 @@
-"""The learned judge trained on templated rows balanced by label against a sample that ignores the label.
+"""The learned judge on three kinds of templated rows: balanced by label, label-blind, label-blind with adjective swaps.
 
     python bench/judge_templated_rows.py                          # seeds 42, 1, 2; ~20 min per run on 2 CPU cores
     python bench/judge_templated_rows.py variants=balanced seeds=42 out_dir=outputs/bench-judge-rows
@@ -8,10 +8,13 @@ input gives two gendered rows (its correct form and the other gender swapped in)
 so the sample held about two gendered rows per neutral one. The judge trained on it called exact copies of templated
 neutral references GENDERED, and most Set-N rows of the translator's dev split are templated.
 
-Two builds of the demo's data (scripts/demo.py, profile gemma), the same but for the judge's templated rows:
+Builds of the demo's data (scripts/demo.py, profile gemma), the same but for the judge's templated rows:
 
 - ``balanced``: ``judge_templated_balance=true``, as many NEUTRAL as gendered templated rows;
-- ``by_hash``: ``judge_templated_balance=false``, a stable sample regardless of label (the default).
+- ``by_hash``: ``judge_templated_balance=false``, a stable sample regardless of label (the default);
+- ``adjective_swaps``: ``by_hash`` plus ``judge_templated_adjective_swaps=true``: an ambiguous input's neutral
+  target with a gendered adjective swapped in is WRONGLY GENDERED too (the default judge called "Nel mio lavoro di
+  ingegneria, sono curiosa" neutral in the alignment bench). Added after the ``balanced`` record; not yet run.
 
 For each, ``recipes/judge-gemma270m.yaml`` is trained with every seed and validated with ``eval/judge.py validate``
 on four reference sets: the dev and held-out (test) mGeNTE references of it, es, de and el, and the dev and held-out
@@ -39,7 +42,8 @@ from gnt.io import read_json
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = "recipes/judge-gemma270m.yaml"
-VARIANTS = {"balanced": ("judge_templated_balance=true",), "by_hash": ("judge_templated_balance=false",)}
+VARIANTS = {"balanced": ("judge_templated_balance=true",), "by_hash": ("judge_templated_balance=false",),
+            "adjective_swaps": ("judge_templated_balance=false", "judge_templated_adjective_swaps=true")}
 REFERENCES = {"dev": "judge_dev_references.jsonl", "dev_templated": "templated_dev.jsonl",
               "test": "judge_references.jsonl", "test_templated": "templated_test.jsonl"}
 BUILD = module_at(ROOT / "scripts" / "demo.py", "gnt_demo").MODELS["gemma"].build
