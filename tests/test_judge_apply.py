@@ -198,3 +198,13 @@ def test_rows_recorded_by_the_evaluation_are_found(tmp_path):
     write_jsonl(build, [e.to_record() for e in _entries()])
     write_json(tmp_path / "base" / "record.json", {"rows": {"source": str(build)}})
     assert [e.id for e in recorded_rows(tmp_path)] == [r[0] for r in ROWS]
+    templated = tmp_path / "templated_test.jsonl"  # templated_rows=true: a second file the evaluation read
+    write_jsonl(templated, [Entry("tpl-it-1-amb", "it", "Set-N", '"I am tidy," I said.', "«Sono ordinato», dissi.",
+                                  ("«Sono una persona ordinata», dissi.",), origin="templated").to_record()])
+    write_json(tmp_path / "base" / "record.json", {"rows": {"source": str(build),
+                                                            "files": {str(build): "x", str(templated): "y"}}})
+    assert [e.id for e in recorded_rows(tmp_path)] == [*(r[0] for r in ROWS), "tpl-it-1-amb"]
+    write_json(tmp_path / "sft" / "record.json", {"rows": {"files": {str(templated.relative_to(Path.cwd()))
+                                                                     if templated.is_relative_to(Path.cwd())
+                                                                     else str(templated): "y"}}})
+    assert len(recorded_rows(tmp_path)) == len(ROWS) + 1, "every model's files, each file read once"

@@ -74,28 +74,37 @@ def load_rows(source: str | Path, langs: Iterable[str] | None = None) -> list[En
 
 
 def recorded_rows(results_dir: str | Path, langs: Iterable[str] | None = None) -> list[Entry] | None:
-    """The rows an evaluation recorded it used (``record.json`` → ``rows.source``), or None when unknown.
+    """The rows an evaluation recorded it used, or None when unknown: every file its models' ``record.json`` name
+    (``rows.files``: the mGeNTE rows and, with ``templated_rows``, the templated ones; ``rows.source`` in records
+    without it), each loaded once.
 
-    The lexical judge needs each row's gendered words, which generation records do not carry; this finds them
-    without the user repeating the data path. A source that no longer loads is reported and skipped.
+    The lexical judge needs each row's gendered words, which generation records do not carry, and validation on
+    the evaluated rows' references needs every evaluated row; this finds them without the user repeating the data
+    path. A source that no longer loads is reported and skipped.
     """
     from gnt.paths import PROJECT_ROOT
 
+    sources: dict[str, Path] = {}  # every file any model of the folder was evaluated on, in the order first named
     for path in sorted(Path(results_dir).rglob(RECORD)):
         try:
-            source = (read_json(path).get("rows") or {}).get("source")
+            rows = read_json(path).get("rows") or {}
         except ValueError:
             continue
-        if not source:
+        for source in list(rows.get("files") or {}) or ([rows["source"]] if rows.get("source") else []):
+            sources.setdefault(str(source), path)
+    entries: list[Entry] = []
+    loaded: set[Path] = set()  # one file named two ways (relative, absolute) is read once
+    for source, path in sources.items():
+        found = next((c for c in (Path(source), PROJECT_ROOT / source) if c.exists()), None)
+        if found is None or found.resolve() in loaded:
             continue
-        for candidate in (Path(source), PROJECT_ROOT / source):
-            if candidate.exists():
-                try:
-                    return load_rows(candidate, langs)
-                except (DataError, ValueError, KeyError) as exc:
-                    log.warning("rows recorded in %s do not load (%s): lexical judge without them", path, exc)
-                    return None
-    return None
+        loaded.add(found.resolve())
+        try:
+            entries += load_rows(found, langs)
+        except (DataError, ValueError, KeyError) as exc:
+            log.warning("rows recorded in %s do not load (%s): lexical judge without them", path, exc)
+    by_row = {(e.lang, e.id): e for e in reversed(entries)}  # a row two builds share counts once (the first named)
+    return [by_row[key] for key in dict.fromkeys((e.lang, e.id) for e in entries)] or None
 
 
 def judgeable(record: Mapping[str, Any]) -> bool:
