@@ -240,6 +240,40 @@ def test_an_align_side_keeps_sources_out_of_every_training_row_and_moves_no_test
         build_dataset(BuildConfig(out_dir=str(tmp_path / "bad"), test_fraction=0.5, align_fraction=0.5, progress=False))
 
 
+def test_more_templated_dev_pairs_enlarge_dev_alone_with_distinct_sources_of_the_dev_adjectives(
+        tmp_path: Path, built: tuple[Path, dict]) -> None:
+    from gnt.data.errors import DataError
+
+    plain, plain_manifest = built
+    out = tmp_path / "data"
+    manifest = build_dataset(BuildConfig(out_dir=str(out), templated_pairs=200, templated_dev_pairs=40,
+                                         progress=False))
+    assert manifest["counts"]["templated_pairs"]["dev_added"] == 40 and not manifest["notes"]
+    for name in ("sft/train.jsonl", "dpo/train.jsonl", "eval/templated_train.jsonl", "eval/templated_test.jsonl",
+                 "eval/mgente_dev.jsonl", "eval/templated_suite.jsonl"):
+        assert (out / name).read_bytes() == (plain / name).read_bytes(), name
+    before, after = rows(plain, "eval/templated_dev.jsonl"), rows(out, "eval/templated_dev.jsonl")
+    assert after[:len(before)] == before
+    added = after[len(before):]
+    assert len(added) == 80 and {r["set"] for r in added} == {"Set-G", "Set-N"}
+    # only adjectives that were already on dev: no training or test source can be among them
+    assert {r["meta"]["adjective"] for r in added} <= set(plain_manifest["templated_adjectives"]["dev"])
+    new_n = [(r["lang"], r["source"]) for r in added if r["set"] == "Set-N"]
+    assert len(set(new_n)) == 40 and not set(new_n) & {(r["lang"], r["source"]) for r in before}
+    trained = {r["source_key"] for name in ("sft/train.jsonl", "dpo/train.jsonl") for r in rows(out, name)}
+    assert not {r["source_key"] for r in added} & (trained | set(manifest["source_keys"]["test"]))
+    assert len(rows(out, "sft/dev.jsonl")) > len(rows(plain, "sft/dev.jsonl"))
+    every = build_dataset(BuildConfig(out_dir=str(tmp_path / "all"), templated_pairs=200,
+                                      templated_dev_pairs=10**6, progress=False))
+    assert "asks for more pairs than the dev adjectives give" in every["notes"][0]
+    assert every["counts"]["templated_pairs"]["dev_added"] > 40
+    with pytest.raises(DataError, match="templated_dev_pairs -1 must be 0"):
+        build_dataset(BuildConfig(out_dir=str(tmp_path / "bad"), templated_dev_pairs=-1, progress=False))
+    with pytest.raises(DataError, match="needs templated_pairs > 0"):
+        build_dataset(BuildConfig(out_dir=str(tmp_path / "bad"), templated_pairs=0, templated_dev_pairs=5,
+                                  progress=False))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # A careless --out, bad flags and missing inputs: a clear error, exit 2, nothing lost
 # ---------------------------------------------------------------------------------------------------------------

@@ -162,6 +162,20 @@ def test_a_balanced_build_holds_as_many_neutral_as_gendered_templated_rows(tmp_p
         assert labels and labels.count("NEUTRAL") == labels.count("GENDERED"), f"{lang}: templated labels balanced"
 
 
+def test_more_templated_dev_pairs_leave_the_judge_rows_as_they_are(judge_build: Path, tmp_path: Path) -> None:
+    """The extra dev pairs are for telling translator settings apart; the judge trains and is validated as before."""
+    settings = JudgeRowSettings(judge_langs=("it", "es", "de", "el")).validate()
+    out = tmp_path / "data"
+    manifest = build_dataset(BuildConfig(out_dir=str(out), langs=("it", "es"), templated_pairs=200,
+                                         templated_dev_pairs=30, progress=False), [JudgeRowsExtra(settings, ("it", "es"))])
+    assert manifest["counts"]["templated_pairs"]["dev_added"] == 30
+    for name in ("judge/train.jsonl", "judge/dev.jsonl", "eval/judge_references.jsonl",
+                 "eval/judge_dev_references.jsonl"):
+        assert (out / name).read_bytes() == (judge_build / name).read_bytes(), name
+    assert len(read_jsonl(out / "eval" / "templated_dev.jsonl")) == len(
+        read_jsonl(judge_build / "eval" / "templated_dev.jsonl")) + 60
+
+
 def test_distilled_judgments_are_learned_only_from_training_sources(judge_build: Path, tmp_path: Path) -> None:
     references = read_jsonl(judge_build / "eval" / "judge_references.jsonl")
     source = read_jsonl(judge_build / "eval" / "mgente_train.jsonl")[0]["source"]  # a training source

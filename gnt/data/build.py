@@ -20,12 +20,13 @@ hands in: the data layer splits and writes, the layer that owns a row format ren
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tqdm.auto import tqdm
 
@@ -40,6 +41,9 @@ from gnt.output_folder import check_output_folder
 from gnt.paths import JUDGE_DIR, SAMPLE_DIR
 from gnt.prompts.grid import CONFIGS, SHOT_COUNTS, PromptGrid
 from gnt.records import environment_record
+
+if TYPE_CHECKING:
+    from gnt.data.templated import TemplatedPair
 
 MARKER = ".gnt-data-build"
 """Written into every build's output folder, listing the files the build wrote: the build replaces an existing
@@ -64,6 +68,10 @@ class BuildConfig:
         "help": "share of English sources kept out of SFT and the preference rows for on-policy alignment to "
                 "sample (train/onpolicy.py prompt_split=align), in [0, 1); 0: none"})
     templated_pairs: int = field(default=400, metadata={"help": "templated pairs to generate (0: none)"})
+    templated_dev_pairs: int = field(default=0, metadata={
+        "help": "more templated pairs for the dev side only, to tell settings apart on more rows: one per language, "
+                "template and dev adjective that the sample left out (its gender drawn with the seed); training "
+                "rows and the judge's rows do not change (0: none)"})
     dpo_kinds: tuple[str, ...] = field(default=DPO_KINDS, metadata={
         "help": f"kinds of preference pairs to write (comma-separated; known: {', '.join(DPO_KINDS)})"})
     train_configs: tuple[str, ...] = field(default=CONFIGS, metadata={
@@ -91,8 +99,12 @@ class BuildConfig:
         if self.test_fraction + self.dev_fraction + self.align_fraction >= 1:
             raise DataError("test_fraction + dev_fraction + align_fraction must stay below 1 (no room left for "
                             "training rows)")
-        if self.templated_pairs < 0:
-            raise DataError(f"templated_pairs {self.templated_pairs} must be 0 (none) or a positive count")
+        for key in ("templated_pairs", "templated_dev_pairs"):
+            if getattr(self, key) < 0:
+                raise DataError(f"{key} {getattr(self, key)} must be 0 (none) or a positive count")
+        if self.templated_dev_pairs and not (self.templated_pairs and self.dev_fraction):
+            raise DataError("templated_dev_pairs adds pairs of the dev side's templated adjectives: it needs "
+                            "templated_pairs > 0 and dev_fraction > 0")
         unknown = [kind for kind in self.dpo_kinds if kind not in DPO_KINDS]
         if unknown or not self.dpo_kinds:
             raise DataError(f"dpo_kinds: unknown kind(s) {unknown or list(self.dpo_kinds)}; valid: {', '.join(DPO_KINDS)}")
@@ -180,6 +192,7 @@ def build_dataset(config: BuildConfig, extras: Sequence[BuildExtra] = ()) -> dic
     templated = Split()
     every_templated = Split()
     pairs = []
+    pairs_added_to_dev = 0
     notes: list[str] = []
     if config.templated_pairs:
         from gnt.data.templated import generate_pairs, pairs_to_entries
@@ -195,6 +208,13 @@ def build_dataset(config: BuildConfig, extras: Sequence[BuildExtra] = ()) -> dic
             extra_pairs = generate_pairs(more, max_pairs=config.templated_pairs * len(more) // len(langs),
                                          seed=config.seed)
             every_templated = split_entries(pairs_to_entries([*pairs, *extra_pairs]), config.seed, **fractions)
+        if config.templated_dev_pairs:  # the translator's dev side only: the extras above keep the sampled pairs
+            dev_pairs = more_dev_pairs(pairs, langs, config.templated_dev_pairs, config.seed, fractions)
+            if len(dev_pairs) < config.templated_dev_pairs:
+                notes.append(f"templated_dev_pairs={config.templated_dev_pairs} asks for more pairs than the dev "
+                             f"adjectives give: all {len(dev_pairs)} written")
+            templated = replace(templated, dev=templated.dev + pairs_to_entries(dev_pairs))
+            pairs_added_to_dev = len(dev_pairs)
 
     prompts = TrainingPrompts(grid, config.seed, config.train_configs, config.train_shots)
     rows: dict[str, dict[str, list[dict]]] = {"sft": {}, "dpo": {}}
@@ -211,7 +231,8 @@ def build_dataset(config: BuildConfig, extras: Sequence[BuildExtra] = ()) -> dic
     align_prompts = list(sft_rows(split.align + templated.align, prompts))
 
     manifest = _manifest(config, split, templated, rows, started)
-    manifest["counts"]["templated_pairs"] = {"asked": config.templated_pairs, "written": len(pairs)}
+    manifest["counts"]["templated_pairs"] = {"asked": config.templated_pairs, "written": len(pairs),
+                                             "dev_added": pairs_added_to_dev}
     manifest["counts"]["onpolicy_prompts"] = {"align": _counts(align_prompts, "lang", "set")}
     manifest["notes"] = notes
     parts = BuildParts(
@@ -240,6 +261,30 @@ def build_dataset(config: BuildConfig, extras: Sequence[BuildExtra] = ()) -> dic
         files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file())
         write_json(tmp / MARKER, {"format": "gnt-align/data-build-marker/1", "files": files})
     return manifest
+
+
+def more_dev_pairs(sampled: Sequence[TemplatedPair], langs: Sequence[str], count: int, seed: int,
+                   fractions: dict[str, float]) -> list[TemplatedPair]:
+    """Up to ``count`` templated pairs of the dev side beyond ``sampled``, each with an ambiguous (Set-N) source
+    that no sampled pair has.
+
+    A templated group is one adjective, so a pair of a dev adjective is dev whatever else is built, and no
+    training or test source can be among them. Both genders of a language, template and adjective share one
+    ambiguous source: one gender is drawn per combination, so the extra Set-N rows are all distinct.
+    """
+    from gnt.data.templated import generate_pairs, pairs_to_entries
+
+    taken = {(p.lang, p.ambiguous_source) for p in sampled}
+    candidates = [p for p in generate_pairs(langs, seed=seed) if (p.lang, p.ambiguous_source) not in taken]
+    dev_ids = {e.meta["pair_id"] for e in split_entries(pairs_to_entries(candidates), seed, **fractions).dev}
+    by_source: dict[tuple[str, str], list[TemplatedPair]] = {}
+    for pair in candidates:
+        if pair.pair_id in dev_ids:
+            by_source.setdefault((pair.lang, pair.ambiguous_source), []).append(pair)
+    rng = random.Random(seed)
+    one_each = [rng.choice(group) for _, group in sorted(by_source.items())]
+    chosen = one_each if count >= len(one_each) else rng.sample(one_each, count)
+    return sorted(chosen, key=lambda p: p.pair_id)
 
 
 def _check_train_cells(config: BuildConfig) -> None:
