@@ -142,6 +142,7 @@ def _config(tmp_path: Path, run: Path, data: Path, **keys: object) -> OnPolicyCo
     ({"dpo": {"output_dir": "x"}}, "set per round by train/onpolicy.py"),
     ({"pairing": "same_label", "rewards": {"adequacy": 1.0}}, "pairing: same_label keeps the samples whose label"),
     ({"pairing": "verdict", "rewards": {"label": 1.0}}, "pairing: verdict .* add adequacy, judge to rewards"),
+    ({"prompt_sets": ("Set-N", "Set-X")}, r"prompt_sets: unknown or no set \['Set-X'\]; valid: Set-G, Set-N"),
 ])
 def test_bad_input_is_one_error_before_any_sampling(tmp_path: Path, eval_tiny_run: Path, eval_data_dir: Path,
                                                     keys: dict, message: str) -> None:
@@ -223,6 +224,25 @@ def test_align_prompts_are_of_sources_sft_never_saw_and_their_pairs_count_as_tra
     write_pairs(tmp_path / "pairs", data, rows, [], {"round": 1})  # what a round's DPO run records as trained on
     trained = read_json(tmp_path / "pairs" / "manifest.json")["source_keys"]["train"]
     assert prompts[0].entry.source_key in trained and set(manifest["source_keys"]["train"]) <= set(trained)
+
+
+def test_prompt_sets_sample_the_asked_sets_alone_and_the_default_keeps_finished_rounds_keys(
+        tmp_path: Path, eval_data_dir: Path) -> None:
+    from dataclasses import asdict
+
+    from gnt.alignment.onpolicy import sampled_prompts
+    from gnt.io import hash_json
+
+    every = _config(tmp_path, tmp_path, eval_data_dir)
+    neutral = _config(tmp_path, tmp_path, eval_data_dir, prompt_sets=("Set-N",))
+    kept = sampled_prompts(neutral)
+    assert kept and {p.entry.set for p in kept} == {"Set-N"}
+    assert {p.entry.set for p in sampled_prompts(every)} == {"Set-G", "Set-N"}
+    assert neutral.settings_key() != every.settings_key()
+    # rounds finished before the key existed recorded a settings key without it: the default must keep that key
+    older = {k: v for k, v in asdict(every).items()
+             if k not in ("rounds", "progress", "pairs_only", "cache_dir", "prompt_split", "prompt_sets")}
+    assert every.settings_key() == hash_json(older)
 
 
 def _scripted(config, prompts, policy, round_number, cache):

@@ -4,7 +4,7 @@ Off-policy pairs (a reference against a rewritten reference) teach a model text 
 here are the model's own outputs. A round:
 
 1. **samples** ``samples_per_prompt`` outputs per prompt of ``prompt_split`` (the SFT training sources, or the
-   align side a build kept out of SFT) from the current policy (the SFT adapter in
+   align side a build kept out of SFT; the entries of ``prompt_sets``) from the current policy (the SFT adapter in
    round 1, then each round's result), at ``temperature``, constrained to the grid's output format, through the
    generation backends and the generation cache (a rerun samples nothing twice);
 2. **scores** every sample with the GNT rewards (:mod:`gnt.alignment.rewards`: label, the judge's verdict,
@@ -43,7 +43,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from gnt.alignment.rewards import RewardSpec, Scored, check_rewards, read_samples, with_verdicts
-from gnt.data.entry import Entry
+from gnt.data.entry import SETS, Entry
 from gnt.data.training_rows import ONPOLICY
 from gnt.filenames import DRAWN_FROM, MANIFEST
 from gnt.io import atomic_directory, hash_json, read_json, read_jsonl, write_json
@@ -112,6 +112,9 @@ class OnPolicyConfig(BackendSettings):
                                      "the adequate ones with the right label, one the judge accepts against one it "
                                      "rejects"})
     templated: bool = field(default=True, metadata={"help": "also sample for the templated entries of the split"})
+    prompt_sets: tuple[str, ...] = field(default=SETS, metadata={
+        "help": "the sets whose entries are sampled (comma-separated): Set-N alone spends every sample where a "
+                "neutral rewrite can be learnt (from SFT most Set-G prompts are ties)"})
     prompt_split: str = field(default="train", metadata={
         "choices": tuple(PROMPT_FILES), "help": "which sources to sample: train (those SFT was fitted to) or align "
                                                 "(kept out of SFT by data/build.py align_fraction)"})
@@ -128,6 +131,10 @@ class OnPolicyConfig(BackendSettings):
             raise RecipeError(f"samples_per_prompt must be >= 2 to compare samples (got {self.samples_per_prompt})")
         if self.rounds < 1:
             raise RecipeError(f"rounds must be >= 1 (got {self.rounds})")
+        unknown = [name for name in self.prompt_sets if name not in SETS]
+        if unknown or not self.prompt_sets:
+            raise RecipeError(f"prompt_sets: unknown or no set {unknown or list(self.prompt_sets)}; valid: "
+                              f"{', '.join(SETS)}")
         if self.prompts_per_round is not None and self.prompts_per_round < 1:
             raise RecipeError(f"prompts_per_round must be >= 1 or null (got {self.prompts_per_round})")
         if not 0 < self.temperature <= 2 or not 0 < self.top_p <= 1:
@@ -151,6 +158,8 @@ class OnPolicyConfig(BackendSettings):
         values = {k: v for k, v in asdict(self).items() if k not in ("rounds", "progress", "pairs_only", "cache_dir")}
         if values["prompt_split"] == "train":  # the default keeps the key of rounds finished before the key existed
             del values["prompt_split"]
+        if tuple(values["prompt_sets"]) == SETS:  # the same
+            del values["prompt_sets"]
         return hash_json(values)
 
 
@@ -191,6 +200,16 @@ def training_prompts(data_dir: Path, templated: bool, split: str = "train") -> l
     if not found:
         raise RecipeError(f"data_dir: {data_dir} has no {split} entry with a rendered prompt")
     return found
+
+
+def sampled_prompts(config: OnPolicyConfig) -> list[Prompt]:
+    """The prompts a round draws from: the split's entries of the asked sets."""
+    prompts = training_prompts(Path(config.data_dir or ""), config.templated, config.prompt_split)
+    kept = [p for p in prompts if p.entry.set in config.prompt_sets]
+    if not kept:
+        raise RecipeError(f"prompt_sets={','.join(config.prompt_sets)}: the {config.prompt_split} split of "
+                          f"{config.data_dir} has no such entry with a rendered prompt")
+    return kept
 
 
 def chosen_prompts(prompts: list[Prompt], limit: int | None, seed: int) -> list[Prompt]:
@@ -482,7 +501,7 @@ def check_before_sampling(config: OnPolicyConfig) -> dict[str, Any]:
         raise RecipeError(f"output_dir={out} holds finished round(s) {', '.join(sorted(finished))} made with other "
                           f"settings{f' ({differ})' if differ else ''}: this run would overwrite them. Choose a new "
                           f"output_dir, or rerun with the settings recorded in {state_path}")
-    training_prompts(Path(config.data_dir or ""), config.templated, config.prompt_split)
+    sampled_prompts(config)
     return state
 
 
@@ -493,7 +512,7 @@ def run_onpolicy(config: OnPolicyConfig, say: Any = print) -> Path:
     state = check_before_sampling(config)
     out = claim_output_folder(Path(config.output_dir or ""), "onpolicy", "output_dir")
     state.update(settings_key=config.settings_key(), settings=settings_record(config))
-    prompts = training_prompts(Path(config.data_dir or ""), config.templated, config.prompt_split)
+    prompts = sampled_prompts(config)
     policy = config.policy or ""
     for number in range(1, config.rounds + 1):
         done = state["rounds"].get(str(number), {})
