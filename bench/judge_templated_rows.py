@@ -17,7 +17,9 @@ Builds of the demo's data (scripts/demo.py, profile gemma), the same but for the
   ingegneria, sono curiosa" neutral in the alignment bench). Added after the ``balanced`` record;
 - ``swaps_balanced``: the swaps on the label-balanced sample. Added after one seed of ``adjective_swaps`` read the
   adjective (templated gendered recall up) but called more templated neutral references gendered, which balance had
-  raised before.
+  raised before. Not in the ade982f record: over three seeds the swaps alone lost on dev, because the judge then
+  called "una persona agresiva" (a neutral strategy whose adjective agrees with "persona") gendered, and balance
+  draws fewer gendered rows, not other neutral ones.
 
 For each, ``recipes/judge-gemma270m.yaml`` is trained with every seed and validated with ``eval/judge.py validate``
 on four reference sets: the dev and held-out (test) mGeNTE references of it, es, de and el, and the dev and held-out
