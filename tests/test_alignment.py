@@ -239,6 +239,8 @@ def test_prompt_sets_sample_the_asked_sets_alone_and_the_default_keeps_finished_
     assert kept and {p.entry.set for p in kept} == {"Set-N"}
     assert {p.entry.set for p in sampled_prompts(every)} == {"Set-G", "Set-N"}
     assert neutral.settings_key() != every.settings_key()
+    reordered = _config(tmp_path, tmp_path, eval_data_dir, prompt_sets=("Set-N", "Set-G"))
+    assert reordered.settings_key() == every.settings_key(), "the same sets in another order are the same settings"
     # rounds finished before the key existed recorded a settings key without it: the default must keep that key
     older = {k: v for k, v in asdict(every).items()
              if k not in ("rounds", "progress", "pairs_only", "cache_dir", "prompt_split", "prompt_sets")}

@@ -158,8 +158,9 @@ class OnPolicyConfig(BackendSettings):
         values = {k: v for k, v in asdict(self).items() if k not in ("rounds", "progress", "pairs_only", "cache_dir")}
         if values["prompt_split"] == "train":  # the default keeps the key of rounds finished before the key existed
             del values["prompt_split"]
-        if tuple(values["prompt_sets"]) == SETS:  # the same
-            del values["prompt_sets"]
+        sets = sorted(set(values.pop("prompt_sets")))
+        if sets != sorted(SETS):  # both sets (in any order) is the default, and keeps the key as it was too
+            values["prompt_sets"] = sets
         return hash_json(values)
 
 
