@@ -1,4 +1,4 @@
-"""The learned judge on four kinds of templated rows: balanced by label or label-blind, with or without adjective swaps.
+"""The learned judge on three kinds of templated rows: balanced by label, label-blind, label-blind with adjective swaps.
 
     python bench/judge_templated_rows.py                          # seeds 42, 1, 2; ~20 min per run on 2 CPU cores
     python bench/judge_templated_rows.py variants=balanced seeds=42 out_dir=outputs/bench-judge-rows
@@ -15,11 +15,10 @@ Builds of the demo's data (scripts/demo.py, profile gemma), the same but for the
 - ``adjective_swaps``: ``by_hash`` plus ``judge_templated_adjective_swaps=true``: an ambiguous input's neutral
   target with a gendered adjective swapped in is WRONGLY GENDERED too (the default judge called "Nel mio lavoro di
   ingegneria, sono curiosa" neutral in the alignment bench). Added after the ``balanced`` record;
-- ``swaps_balanced``: the swaps on the label-balanced sample. Added after one seed of ``adjective_swaps`` read the
-  adjective (templated gendered recall up) but called more templated neutral references gendered, which balance had
-  raised before. Not in the ade982f record: over three seeds the swaps alone lost on dev, because the judge then
-  called "una persona agresiva" (a neutral strategy whose adjective agrees with "persona") gendered, and balance
-  draws fewer gendered rows, not other neutral ones.
+  Over three seeds it lost on dev (ade982f record): the judge then called "una persona agresiva" (a neutral
+  strategy whose adjective agrees with "persona") gendered. The swaps on the balanced sample were committed as a
+  fourth variant (24dd5b0) and dropped before they trained: balance draws fewer gendered rows, not other neutral
+  ones, so it does not touch that confusion.
 
 For each, ``recipes/judge-gemma270m.yaml`` is trained with every seed and validated with ``eval/judge.py validate``
 on four reference sets: the dev and held-out (test) mGeNTE references of it, es, de and el, and the dev and held-out
@@ -48,8 +47,7 @@ from gnt.io import read_json
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = "recipes/judge-gemma270m.yaml"
 VARIANTS = {"balanced": ("judge_templated_balance=true",), "by_hash": ("judge_templated_balance=false",),
-            "adjective_swaps": ("judge_templated_balance=false", "judge_templated_adjective_swaps=true"),
-            "swaps_balanced": ("judge_templated_balance=true", "judge_templated_adjective_swaps=true")}
+            "adjective_swaps": ("judge_templated_balance=false", "judge_templated_adjective_swaps=true")}
 REFERENCES = {"dev": "judge_dev_references.jsonl", "dev_templated": "templated_dev.jsonl",
               "test": "judge_references.jsonl", "test_templated": "templated_test.jsonl"}
 BUILD = module_at(ROOT / "scripts" / "demo.py", "gnt_demo").MODELS["gemma"].build

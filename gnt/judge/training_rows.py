@@ -112,8 +112,9 @@ class JudgeRowSettings:
         "help": "also write, for each ambiguous templated input with a gender-marked adjective, its neutral target "
                 "with the adjective's masculine and feminine forms swapped in for the neutral one, as WRONGLY "
                 "GENDERED: a rewritten noun beside a gendered adjective ('Nel mio lavoro di ingegneria, sono "
-                "curiosa'), the text the default judge calls neutral. Off: over three seeds on the demo's build the judge then called "
-                "neutral rewrites whose adjective agrees with 'persona' gendered and lost on dev (docs/judge.md)"})
+                "curiosa'), the text the default judge calls neutral. Off: over three seeds on the demo's build "
+                "the judge then called neutral rewrites whose adjective agrees with 'persona' gendered, and lost on "
+                "dev (docs/judge.md)"})
     judge_distill: tuple[str, ...] = field(default=(), metadata={
         "help": "judgments of another judge to learn from: judge caches (cache/judgments.jsonl) or model folders' "
                 "judgments.jsonl (their sources must be training or dev sources of this build)"})
