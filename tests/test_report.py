@@ -504,3 +504,19 @@ def test_the_judge_is_named_once_when_its_format_repeats_its_name() -> None:
     assert _judge_name("lexical", "LEXICAL") == "the lexical judge"  # not "lexical (LEXICAL)"
     assert _judge_name("lexical", "MONO-L") == "lexical (MONO-L)"
     assert _judge_name("Qwen/Qwen2.5-72B-Instruct", None) == "Qwen/Qwen2.5-72B-Instruct"
+
+
+def test_models_of_one_stage_and_step_get_labels_that_tell_them_apart() -> None:
+    """Alignment variants all stop at the same DPO step: "dpo@8" on every bar would name none of them."""
+    from types import SimpleNamespace
+
+    from gnt.report.plots import model_labels
+
+    def model(name: str, stage: str | None, step: int | None) -> SimpleNamespace:
+        return SimpleNamespace(name=name, stage=stage, global_step=step, is_base=stage is None and step is None)
+
+    models = [model("base", None, None), model("runs/sft-42", "sft", 150),
+              model("k8-42/round-1", "dpo", 8), model("setn_k8-42/round-1", "dpo", 8)]
+    labels = model_labels(models)  # type: ignore[arg-type]
+    assert labels == {"base": "base", "runs/sft-42": "sft@150", "k8-42/round-1": "k8-42/round-1",
+                      "setn_k8-42/round-1": "setn_k8-42/round-1"}

@@ -25,7 +25,7 @@ from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD
 from gnt.report.blocks import Block, Bullets, Details, Document, Heading, Image, Para, Pre, Table
 from gnt.report.collect import ModelResult, Results, row_key
 from gnt.report.config import ReportConfig
-from gnt.report.plots import all_figures, headline_shots, model_label
+from gnt.report.plots import all_figures, headline_shots, model_labels
 from gnt.report.significance import compare, holm
 from gnt.report.tables import (
     COLUMNS,
@@ -646,6 +646,7 @@ def _samples_section(results: Results, per_cell: int, data: dict) -> list[Block]
                        "row. Judge phrases: the human referents the judge found, with gender and correctness."))
     judgments = {m.name: m.judgment_index() for m in results.models}
     sources = {m.name: _sources(m) for m in results.models}
+    labels = model_labels(results.models)
     data["samples"] = []
     header = ["row", "set", "source", "model", "output", "label", "translation", "judge"]
     for cell, rows in samples:
@@ -659,7 +660,7 @@ def _samples_section(results: Results, per_cell: int, data: dict) -> list[Block]
             translation = generation.get("translation")
             body.append([
                 row_id, f"{generation['set']}{'/' + gender if gender else ''}", _short(source),
-                model_label(model), _short(generation.get("raw")),
+                labels[model.name], _short(generation.get("raw")),
                 str(label if label is not None else "—") + (f" (error: {error})" if error else ""),
                 _short(translation if translation is not None else "—"), _phrases(judgment),
             ])

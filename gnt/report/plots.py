@@ -16,6 +16,7 @@ the caller reports it as "not run".
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,14 @@ def model_label(model: ModelResult) -> str:
     if model.global_step is not None:
         return f"{model.stage}@{model.global_step}"
     return "/".join(model.name.split("/")[-2:])
+
+
+def model_labels(models: Sequence[ModelResult]) -> dict[str, str]:
+    """Each model's short label by name. Where two would share one (runs of one stage that stopped at the same step,
+    e.g. alignment variants), those get the name's last two parts instead: a label must tell models apart."""
+    short = {m.name: model_label(m) for m in models}
+    taken = Counter(short.values())
+    return {name: label if taken[label] == 1 else "/".join(name.split("/")[-2:]) for name, label in short.items()}
 
 
 def _stat(results: Results, model: str, scope: str, lang: str | None, column: Column,
@@ -116,7 +125,7 @@ def plot_decision(results: Results, path: str | Path) -> Path | None:
     width = max(4.5, 1.0 * len(results.models) + 2.5)
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 3.6 * rows + 0.9), squeeze=False, sharey=True,
                              layout="constrained")
-    groups = [model_label(m) for m in results.models]
+    groups = list(model_labels(results.models).values())
     spec = [("Label balanced accuracy", "label_bal", {"color": "#2ca02c"}),
             ("Label macro-F1", "label_f1", {"color": "#98df8a", "hatch": "//", "edgecolor": "#2ca02c"})]
     for index, lang in enumerate(panels):
@@ -151,7 +160,7 @@ def plot_label_vs_gnt(results: Results, path: str | Path) -> Path | None:
     width = max(5.0, 1.2 * len(results.models) + 2.5)
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 3.6 * rows + 0.8), squeeze=False, sharey=True,
                              layout="constrained")
-    groups = [model_label(m) for m in results.models]
+    groups = list(model_labels(results.models).values())
     blue, orange = "#1f77b4", "#ff7f0e"
     # GNT bars count an inadequate translation as a failure: a model that does not translate (a base model writing
     # back its demonstrations) would otherwise score its copied text as neutral or gendered
@@ -185,7 +194,7 @@ def _language_panels(axes: Any, langs: list[str], groups: list[str], ylabel: str
         ax = axes[index // cols][index % cols]
         _bars(ax, groups, series_for(lang))
         ax.set_title(f"en→{lang} ({LANG_NAMES.get(lang, lang)})")
-        ax.set_xlabel("model (stage@step)")
+        ax.set_xlabel("model (stage@step, or its run where two share one)")
         if index % cols == 0:
             ax.set_ylabel(ylabel)
     for index in range(len(langs), len(axes) * cols):
@@ -204,7 +213,7 @@ def plot_coherence(results: Results, path: str | Path) -> Path | None:
     width = max(5.0, 0.9 * len(results.models) + 2.5)
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 3.4 * rows + 0.8), squeeze=False, sharey=True,
                              layout="constrained")
-    groups = [model_label(m) for m in results.models]
+    groups = list(model_labels(results.models).values())
     _language_panels(axes, langs, groups, "coherent outputs (%)", lambda lang: [
         ("label GENDERED", [_stat(results, m.name, "language", lang, gendered) for m in results.models],
          {"color": "#1f77b4"}),
@@ -239,10 +248,11 @@ def plot_setn_by_config(results: Results, path: str | Path) -> Path | None:
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 3.4 * rows + 0.8), squeeze=False, sharey=True,
                              layout="constrained")
     colors = plt.get_cmap("tab10")
+    labels = model_labels(results.models)
     for index, lang in enumerate(langs):
         ax = axes[index // cols][index % cols]
         series = [
-            (model_label(m), [_stat(results, m.name, "cell", lang, column, f"{lang}/{c}/{shots}") for c in configs],
+            (labels[m.name], [_stat(results, m.name, "cell", lang, column, f"{lang}/{c}/{shots}") for c in configs],
              {"color": colors(k % 10)})
             for k, m in enumerate(results.models)
         ]
