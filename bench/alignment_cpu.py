@@ -10,9 +10,9 @@ seed. This runs, on 2 CPU cores with Gemma 3 270M (the demo's model and data):
    one with an align side, sources kept out of SFT for on-policy sampling) the same SFT on that build;
 3. per alignment variant and seed, ``train/onpolicy.py`` from its build's SFT adapter (the variants of a seed and
    build share its samples and verdicts), then every SFT and variant scored in one folder on the
-   **dev** rows (mGeNTE dev of it and es, and the templated dev rows: the dev split alone is small): Set-N GNT
-   accuracy judged by the learned judge with inadequate translations counted as failures, label balanced
-   accuracy, chrF++;
+   **dev** rows (mGeNTE dev of it and es, and the templated dev rows: the dev split alone is small): Set-N and
+   Set-G GNT accuracy judged by the learned judge with inadequate translations counted as failures, label
+   balanced accuracy, chrF++;
 4. the variant with the best mean dev gain in Set-N GNT accuracy among those whose mean dev deltas pass the
    stage rule (gnt.alignment.stage_choice: the demo's own) is the chosen one; none passing, the best is still
    confirmed on test and the record says alignment did not earn its place on dev;
@@ -77,6 +77,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "k8": ("samples_per_prompt=8",),
     "k8_r2": ("samples_per_prompt=8", "rounds=2"),
     "setn_k8": ("samples_per_prompt=8", "prompt_sets=Set-N"),
+    "setn_k8_anchor": ("samples_per_prompt=8", "prompt_sets=Set-N", "anchor_pairs=16", "dpo.max_steps=12",
+                       "dpo.save_steps=12"),
     "align15_k4": ("prompt_split=align",),
     "mgente_k8": ("templated=false", "samples_per_prompt=8"),
     "mgente_k8_r2": ("templated=false", "samples_per_prompt=8", "rounds=2"),
@@ -132,14 +134,21 @@ was on the templated rows (bd99f57 record). ``setn_k8`` is ``k8`` on Set-N promp
 in k8's rounds of the three seeds (a54d1a2 record, read from their samples), 14 to 17 of about 32 Set-N prompts
 gave a pair but only 9 to 11 of about 32 Set-G prompts, and a Set-G pair does not teach a neutral rewrite; the same
 sampling then yields about twice the Set-N pairs. A run tries :data:`TRIED_NOW`; the record keeps what earlier runs tried
-(``earlier``)."""
-TRIED_NOW = ["k8", "k8_r2", "mgente_k8", "mgente_k8_r2", "mgente_k8_chrf", "mgente_k8_target_chrf", "setn_k8"]
-TESTS = {"gnt_n_adequate": ("gnt_accuracy_adequate", "Set-N"), "label_bal": ("label_balanced_accuracy", None),
+(``earlier``). ``setn_k8_anchor`` adds 16 Set-G reference pairs per round to ``setn_k8``'s own pairs (its samples
+and verdicts, nothing sampled again): Ref-G over Ref-N, both under the GENDERED label, so they move the wording and
+not the decision. At ade982f ``setn_k8`` lowered Set-G GNT accuracy on test in every seed (read from the seeds'
+reports: stated genders written away, "sono una persona nervosa" for a woman), and no Set-G prompt is sampled to
+hold it. 12 DPO steps instead of 8: the same epochs over its own pairs (about 34 per seed) as ``setn_k8``."""
+TRIED_NOW = ["setn_k8", "setn_k8_anchor"]
+TESTS = {"gnt_n_adequate": ("gnt_accuracy_adequate", "Set-N"), "gnt_g_adequate": ("gnt_accuracy_adequate", "Set-G"),
+         "label_bal": ("label_balanced_accuracy", None),
          "chrf": ("chrf", None), "label_g": ("label_accuracy", "Set-G"), "label_n": ("label_accuracy", "Set-N")}
 GOALS = {
     "gnt_n_adequate": "Set-N GNT accuracy (learned judge, inadequate = wrong) on the test rows of both origins: "
                       "higher, paired bootstrap p < 0.05, in every seed",
     "gnt_n_adequate_mgente": "the same on the mGeNTE test rows alone",
+    "gnt_g_adequate": "Set-G GNT accuracy (learned judge, inadequate = wrong) on the test rows of both origins: not "
+                      "significantly lower in any seed (a Set-N gain bought by writing stated genders away is none)",
     "label_bal": "label balanced accuracy: not significantly lower in any seed",
     "chrf": "chrF++ within 1 point of SFT's in every seed",
 }
@@ -341,11 +350,14 @@ def _bench(call: Call) -> int:
         result = test_of_seed["gnt_n_adequate"] or {}
         return result.get("delta", 0) > 0 and result["p"] < 0.05
 
+    def significant_loss(result: dict[str, Any] | None) -> bool:
+        return (result or {}).get("delta", 0) < 0 and (result or {})["p"] < 0.05
+
     met = {
         "gnt_n_adequate": all(significant_gain(t["paired"]) for t in test.values()),
         "gnt_n_adequate_mgente": all(significant_gain(t["paired_by_origin"]["mgente"]) for t in test.values()),
-        "label_bal": all(not ((t["paired"]["label_bal"] or {}).get("delta", 0) < 0
-                              and t["paired"]["label_bal"]["p"] < 0.05) for t in test.values()),
+        "gnt_g_adequate": all(not significant_loss(t["paired"]["gnt_g_adequate"]) for t in test.values()),
+        "label_bal": all(not significant_loss(t["paired"]["label_bal"]) for t in test.values()),
         "chrf": all(abs((t["paired"]["chrf"] or {}).get("delta", 99)) <= 1.0 for t in test.values()),
     }
     def delta_spread(origin: str | None = None) -> dict[str, dict[str, float]]:

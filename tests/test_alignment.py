@@ -143,6 +143,7 @@ def _config(tmp_path: Path, run: Path, data: Path, **keys: object) -> OnPolicyCo
     ({"pairing": "same_label", "rewards": {"adequacy": 1.0}}, "pairing: same_label keeps the samples whose label"),
     ({"pairing": "verdict", "rewards": {"label": 1.0}}, "pairing: verdict .* add adequacy, judge to rewards"),
     ({"prompt_sets": ("Set-N", "Set-X")}, r"prompt_sets: unknown or no set \['Set-X'\]; valid: Set-G, Set-N"),
+    ({"anchor_pairs": -1}, "anchor_pairs must be >= 0"),
 ])
 def test_bad_input_is_one_error_before_any_sampling(tmp_path: Path, eval_tiny_run: Path, eval_data_dir: Path,
                                                     keys: dict, message: str) -> None:
@@ -243,8 +244,38 @@ def test_prompt_sets_sample_the_asked_sets_alone_and_the_default_keeps_finished_
     assert reordered.settings_key() == every.settings_key(), "the same sets in another order are the same settings"
     # rounds finished before the key existed recorded a settings key without it: the default must keep that key
     older = {k: v for k, v in asdict(every).items()
-             if k not in ("rounds", "progress", "pairs_only", "cache_dir", "prompt_split", "prompt_sets")}
+             if k not in ("rounds", "progress", "pairs_only", "cache_dir", "prompt_split", "prompt_sets",
+                          "anchor_pairs")}
     assert every.settings_key() == hash_json(older)
+
+
+def test_anchor_pairs_join_a_set_n_round_as_set_g_references_under_one_label(
+        tmp_path: Path, eval_tiny_run: Path, eval_data_dir: Path, monkeypatch) -> None:
+    """A Set-N round's pairs plus Set-G reference pairs: Ref-G over Ref-N, both GENDERED (only the wording differs),
+    drawn the same way on a rerun, counted apart; without anchors the settings key is the one it always was."""
+    import gnt.alignment.onpolicy as onpolicy
+    from gnt.output_format import extract
+
+    monkeypatch.setattr(onpolicy, "sample_round", _scripted)
+    plain = _config(tmp_path, eval_tiny_run, eval_data_dir, prompt_sets=("Set-N",), pairs_only=True)
+    anchored = replace(plain, anchor_pairs=3)
+    assert anchored.settings_key() != plain.settings_key()
+    assert replace(plain, anchor_pairs=0).settings_key() == plain.settings_key()
+    pairs = run_onpolicy(anchored, say=lambda _msg: None)
+    rows = read_jsonl(pairs / "dpo" / "train.jsonl")
+    anchors = [r for r in rows if r.get("anchor")]
+    assert len(anchors) == 3 and len(rows) > 3 and all(r["set"] == "Set-N" for r in rows if not r.get("anchor"))
+    entries = {(e.lang, e.id): e for e in (p.entry for p in onpolicy.anchor_prompts(anchored))}
+    for row in anchors:
+        entry = entries[(row["lang"], row["id"])]
+        chosen = extract(row["chosen"][0]["content"], entry.lang)
+        rejected = extract(row["rejected"][0]["content"], entry.lang)
+        assert row["set"] == "Set-G" and row["kind"] == "onpolicy" and "scores" not in row
+        assert chosen.label == rejected.label == "GENDERED"
+        assert (chosen.translation, rejected.translation) == (entry.ref_g, entry.ref_n[0])
+    assert read_json(tmp_path / "onpolicy" / "onpolicy.json")["rounds"]["1"]["counts"]["anchors"] == 3
+    again = onpolicy.chosen_prompts(onpolicy.anchor_prompts(anchored), 3, "anchors|0|1")
+    assert {(p.entry.lang, p.entry.id) for p in again} == {(r["lang"], r["id"]) for r in anchors}
 
 
 def _scripted(config, prompts, policy, round_number, cache):

@@ -1,5 +1,5 @@
-"""The stage choice: the aligned stage ends the chain only where it beats SFT on dev without losing the label or
-the translation, and the report says which stage and why."""
+"""The stage choice: the aligned stage ends the chain only where it beats SFT on dev without losing the label, the
+stated genders or the translation, and the report says which stage and why."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from gnt.report.config import ReportConfig
 from gnt.report.document import _stage_choice_section
 
 
-def _delta(gnt: float | None, label: float | None = 0.0, chrf: float | None = 0.0) -> dict:
-    return {"gnt_n_adequate": gnt, "label_bal": label, "chrf": chrf}
+def _delta(gnt: float | None, label: float | None = 0.0, chrf: float | None = 0.0,
+           setg: float | None = 0.0) -> dict:
+    return {"gnt_n_adequate": gnt, "gnt_g_adequate": setg, "label_bal": label, "chrf": chrf}
 
 
 @pytest.mark.parametrize(("change", "earned", "why"), [
@@ -25,6 +26,9 @@ def _delta(gnt: float | None, label: float | None = 0.0, chrf: float | None = 0.
     (_delta(0.05, label=-0.02), True, None),
     (_delta(0.05, chrf=-1.5), False, "chrF++ falls"),
     (_delta(None), False, "not higher"),
+    (_delta(0.1, setg=-0.05), False, "Set-G GNT accuracy (inadequate = wrong) falls by more than 2 points (-5.0)"),
+    (_delta(0.1, setg=-0.02), True, None),
+    (_delta(0.1, setg=None), False, "Set-G GNT accuracy"),
 ])
 def test_the_rule_keeps_alignment_only_where_it_earns_it(change, earned, why) -> None:
     failures = StageRule().failures(change)

@@ -115,6 +115,10 @@ class OnPolicyConfig(BackendSettings):
     prompt_sets: tuple[str, ...] = field(default=SETS, metadata={
         "help": "the sets whose entries are sampled (comma-separated): Set-N alone spends every sample where a "
                 "neutral rewrite can be learnt (from SFT most Set-G prompts are ties)"})
+    anchor_pairs: int = field(default=0, metadata={
+        "help": "per round, this many Set-G entries of the split (a seeded draw) add a pair of their references "
+                "under the same GENDERED label, Ref-G over Ref-N: they hold the stated gender's wording where a "
+                "round's neutral rewrites would spread, without moving the label decision (0: none)"})
     prompt_split: str = field(default="train", metadata={
         "choices": tuple(PROMPT_FILES), "help": "which sources to sample: train (those SFT was fitted to) or align "
                                                 "(kept out of SFT by data/build.py align_fraction)"})
@@ -135,6 +139,8 @@ class OnPolicyConfig(BackendSettings):
         if unknown or not self.prompt_sets:
             raise RecipeError(f"prompt_sets: unknown or no set {unknown or list(self.prompt_sets)}; valid: "
                               f"{', '.join(SETS)}")
+        if self.anchor_pairs < 0:
+            raise RecipeError(f"anchor_pairs must be >= 0 (got {self.anchor_pairs})")
         if self.prompts_per_round is not None and self.prompts_per_round < 1:
             raise RecipeError(f"prompts_per_round must be >= 1 or null (got {self.prompts_per_round})")
         if not 0 < self.temperature <= 2 or not 0 < self.top_p <= 1:
@@ -158,6 +164,8 @@ class OnPolicyConfig(BackendSettings):
         values = {k: v for k, v in asdict(self).items() if k not in ("rounds", "progress", "pairs_only", "cache_dir")}
         if values["prompt_split"] == "train":  # the default keeps the key of rounds finished before the key existed
             del values["prompt_split"]
+        if not values["anchor_pairs"]:  # no anchors (the default) keeps the key of rounds made before them
+            del values["anchor_pairs"]
         sets = sorted(set(values.pop("prompt_sets")))
         if sets != sorted(SETS):  # both sets (in any order) is the default, and keeps the key as it was too
             values["prompt_sets"] = sets
@@ -213,7 +221,30 @@ def sampled_prompts(config: OnPolicyConfig) -> list[Prompt]:
     return kept
 
 
-def chosen_prompts(prompts: list[Prompt], limit: int | None, seed: int) -> list[Prompt]:
+def anchor_prompts(config: OnPolicyConfig) -> list[Prompt]:
+    """The Set-G entries of the split with a neutral reference differing from Ref-G: what anchor pairs are drawn
+    from (whatever ``prompt_sets`` samples)."""
+    prompts = training_prompts(Path(config.data_dir or ""), config.templated, config.prompt_split)
+    return [p for p in prompts if p.entry.set == "Set-G" and p.entry.ref_n and p.entry.ref_n[0] != p.entry.ref_g]
+
+
+def anchor_row(prompt: Prompt, round_number: int) -> dict[str, Any]:
+    """A pair of an entry's references under its right label (GENDERED): Ref-G chosen over Ref-N. Both sides open
+    with the same label, so the pair moves the wording alone; it is a reference pair, not a sample, and says so."""
+    from gnt.output_format import format_output
+
+    entry = prompt.entry
+    return {
+        "prompt": [{"role": r, "content": c} for r, c in prompt.messages],
+        "chosen": [{"role": "assistant", "content": format_output(entry.lang, "GENDERED", entry.ref_g)}],
+        "rejected": [{"role": "assistant", "content": format_output(entry.lang, "GENDERED", entry.ref_n[0])}],
+        "kind": KIND, "round": round_number, "anchor": "setg_references",
+        "id": entry.id, "lang": entry.lang, "set": entry.set, "origin": entry.origin, "cell": prompt.cell,
+        "source_key": entry.source_key,
+    }
+
+
+def chosen_prompts(prompts: list[Prompt], limit: int | None, seed: int | str) -> list[Prompt]:
     if limit is None or limit >= len(prompts):
         return prompts
     picked = random.Random(f"gnt-onpolicy|{seed}").sample(range(len(prompts)), limit)
@@ -233,6 +264,7 @@ class RoundCounts:
     no_verdict_contrast: int = 0
     extraction_errors: int = 0
     judge_errors: int = 0
+    anchors: int = 0
     rewards_mean: dict[str, float] = field(default_factory=dict)
 
 
@@ -432,18 +464,23 @@ def run_round(config: OnPolicyConfig, prompts: list[Prompt], policy: str, round_
     groups = [scored[i * k : (i + 1) * k] for i in range(len(chosen))]
     pairs, counts = pair_groups(groups, config.pairing)
     rows = [pair_row(chosen[index], best, worst, round_number) for index, best, worst in pairs]
+    if config.anchor_pairs:
+        anchors = chosen_prompts(anchor_prompts(config), config.anchor_pairs, f"anchors|{config.seed}|{round_number}")
+        rows += [anchor_row(prompt, round_number) for prompt in anchors]
+        counts.anchors = len(anchors)
     sample_rows = [{"id": s.sample.entry.id, "lang": s.sample.entry.lang, "set": s.sample.entry.set,
                     "text": s.sample.text, **s.to_record()} for s in scored]
     info = {"round": round_number, "policy": str(Path(policy).resolve()), "counts": asdict(counts),
             "settings": settings_record(config)}
-    if not rows:
+    if not pairs:
         raise RecipeError(f"round {round_number}: no pair ({counts.ties} ties, {counts.all_bad} groups without a "
                           f"usable best sample, {counts.too_few_right_labels} with fewer than two right labels): "
                           "sample more per prompt, raise the temperature, or train SFT longer")
     write_pairs(pairs_dir, Path(config.data_dir or ""), rows, sample_rows, info)
     say(f"round {round_number}: {counts.pairs} pairs of {counts.prompts} prompts ({counts.ties} ties, "
         f"{counts.all_bad} without a usable best sample, {counts.too_few_right_labels} with fewer than two right "
-        f"labels dropped); mean rewards {counts.rewards_mean}")
+        f"labels dropped); mean rewards {counts.rewards_mean}"
+        + (f"; {counts.anchors} Set-G reference anchors added" if counts.anchors else ""))
     if config.pairs_only:
         say(f"pairs written to {pairs_dir}: train them with `accelerate launch train/dpo.py RECIPE "
             f"sft_adapter={policy} data_dir={pairs_dir} output_dir={run_dir}`")
@@ -503,6 +540,9 @@ def check_before_sampling(config: OnPolicyConfig) -> dict[str, Any]:
                           f"settings{f' ({differ})' if differ else ''}: this run would overwrite them. Choose a new "
                           f"output_dir, or rerun with the settings recorded in {state_path}")
     sampled_prompts(config)
+    if config.anchor_pairs and not anchor_prompts(config):
+        raise RecipeError(f"anchor_pairs={config.anchor_pairs}: the {config.prompt_split} split of {config.data_dir} "
+                          "has no Set-G entry with a neutral reference to anchor")
     return state
 
 

@@ -2,7 +2,8 @@
 
 An alignment stage earns its place by improving what GNT is about (Set-N translations judged neutral, with an
 inadequate translation counted as a failure) without paying for it with the gender decision (label balanced
-accuracy) or the translation (chrF++). The comparison reads two models of one results folder scored on the **dev**
+accuracy), the stated genders (Set-G translations judged correctly gendered: a stage that writes every referent
+away gains on Set-N by losing there) or the translation (chrF++). The comparison reads two models of one results folder scored on the **dev**
 split (never test: the test rows are what the final stage is reported on), and the rule is written into the
 choice so a report can say why the chain ends where it does.
 
@@ -19,6 +20,7 @@ from typing import Any
 
 FIGURES: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
     "gnt_n_adequate": ("GNT acc. Set-N, inadequate = wrong", "Set-N", ("gnt_accuracy_adequate", "Set-N")),
+    "gnt_g_adequate": ("GNT acc. Set-G, inadequate = wrong", "Set-G", ("gnt_accuracy_adequate", "Set-G")),
     "label_bal": ("label balanced accuracy", None, ("label_balanced_accuracy",)),
     "label_g": ("label accuracy Set-G", "Set-G", ("label_accuracy", "Set-G")),
     "label_n": ("label accuracy Set-N", "Set-N", ("label_accuracy", "Set-N")),
@@ -31,20 +33,25 @@ chrF++ is on its 0–100 scale."""
 @dataclass(frozen=True)
 class StageRule:
     """The aligned stage is kept when its dev Set-N GNT accuracy (inadequate = wrong) is higher than SFT's by more
-    than ``min_gain``, its label balanced accuracy is at most ``max_label_loss`` lower and its chrF++ at most
-    ``max_chrf_loss`` points lower."""
+    than ``min_gain``, its Set-G GNT accuracy (inadequate = wrong) at most ``max_setg_loss`` lower, its label
+    balanced accuracy at most ``max_label_loss`` lower and its chrF++ at most ``max_chrf_loss`` points lower."""
 
     min_gain: float = 0.0
+    max_setg_loss: float = 0.02
     max_label_loss: float = 0.02
     max_chrf_loss: float = 1.0
 
     def failures(self, delta: dict[str, float | None]) -> list[str]:
         """Why the aligned stage does not earn its place (empty: it does), from aligned-minus-SFT figures."""
         why = []
-        gain, label, chrf = delta.get("gnt_n_adequate"), delta.get("label_bal"), delta.get("chrf")
+        gain, setg = delta.get("gnt_n_adequate"), delta.get("gnt_g_adequate")
+        label, chrf = delta.get("label_bal"), delta.get("chrf")
         if gain is None or gain <= self.min_gain:
             why.append("Set-N GNT accuracy (inadequate = wrong) is not higher than SFT's"
                        + ("" if gain is None else f" ({100 * gain:+.1f} points)"))
+        if setg is None or setg < -self.max_setg_loss:
+            why.append("Set-G GNT accuracy (inadequate = wrong) falls by more than "
+                       f"{100 * self.max_setg_loss:g} points" + ("" if setg is None else f" ({100 * setg:+.1f})"))
         if label is None or label < -self.max_label_loss:
             why.append("label balanced accuracy falls by more than "
                        f"{100 * self.max_label_loss:g} points" + ("" if label is None else f" ({100 * label:+.1f})"))
@@ -175,7 +182,7 @@ def choice_sentence(choice: dict[str, Any]) -> str:
     shown = "" if gain is None else f" (dev Set-N GNT accuracy, inadequate = wrong: {100 * gain:+.1f} points)"
     if choice.get("final") == "aligned":
         return (f"The chain ends at the aligned stage `{models.get('aligned')}`: on the dev split it beats its SFT "
-                f"start `{models.get('sft')}`{shown} without losing the label or the translation.")
+                f"start `{models.get('sft')}`{shown} without losing the label, the stated genders or the translation.")
     reasons = "; ".join(choice.get("reasons") or []) or "no reason recorded"
     return (f"The chain ends at SFT `{models.get('sft')}`: on the dev split the aligned stage "
             f"`{models.get('aligned')}` did not earn its place ({reasons}).")
