@@ -234,14 +234,9 @@ def anchor_row(prompt: Prompt, round_number: int) -> dict[str, Any]:
     from gnt.output_format import format_output
 
     entry = prompt.entry
-    return {
-        "prompt": [{"role": r, "content": c} for r, c in prompt.messages],
-        "chosen": [{"role": "assistant", "content": format_output(entry.lang, "GENDERED", entry.ref_g)}],
-        "rejected": [{"role": "assistant", "content": format_output(entry.lang, "GENDERED", entry.ref_n[0])}],
-        "kind": KIND, "round": round_number, "anchor": "setg_references",
-        "id": entry.id, "lang": entry.lang, "set": entry.set, "origin": entry.origin, "cell": prompt.cell,
-        "source_key": entry.source_key,
-    }
+    return preference_row(prompt, format_output(entry.lang, "GENDERED", entry.ref_g),
+                          format_output(entry.lang, "GENDERED", entry.ref_n[0]), round_number,
+                          anchor="setg_references")
 
 
 def chosen_prompts(prompts: list[Prompt], limit: int | None, seed: int | str) -> list[Prompt]:
@@ -320,19 +315,24 @@ def verdict_pair(group: Sequence[Scored]) -> tuple[Scored, Scored] | None:
     return max(accepted, key=lambda s: s.sample.chrf), max(rejected, key=lambda s: s.sample.chrf)
 
 
-def pair_row(prompt: Prompt, chosen: Scored, rejected: Scored, round_number: int) -> dict[str, Any]:
-    """A TRL preference row of the model's own outputs, with both sides' rewards and the round."""
+def preference_row(prompt: Prompt, chosen: str, rejected: str, round_number: int, **extra: Any) -> dict[str, Any]:
+    """A TRL preference row of a round: the prompt as SFT saw it, the two assistant texts, the round and the entry's
+    identity (what the round's DPO run records as trained on)."""
     entry = prompt.entry
     return {
         "prompt": [{"role": r, "content": c} for r, c in prompt.messages],
-        "chosen": [{"role": "assistant", "content": chosen.sample.text}],
-        "rejected": [{"role": "assistant", "content": rejected.sample.text}],
-        "kind": KIND,
-        "round": round_number,
-        "scores": {"chosen": chosen.to_record(), "rejected": rejected.to_record()},
+        "chosen": [{"role": "assistant", "content": chosen}],
+        "rejected": [{"role": "assistant", "content": rejected}],
+        "kind": KIND, "round": round_number, **extra,
         "id": entry.id, "lang": entry.lang, "set": entry.set, "origin": entry.origin, "cell": prompt.cell,
         "source_key": entry.source_key,
     }
+
+
+def pair_row(prompt: Prompt, chosen: Scored, rejected: Scored, round_number: int) -> dict[str, Any]:
+    """A preference row of the model's own outputs, with both sides' rewards."""
+    return preference_row(prompt, chosen.sample.text, rejected.sample.text, round_number,
+                          scores={"chosen": chosen.to_record(), "rejected": rejected.to_record()})
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -3,9 +3,9 @@
 An alignment stage earns its place by improving what GNT is about (Set-N translations judged neutral, with an
 inadequate translation counted as a failure) without paying for it with the gender decision (label balanced
 accuracy), the stated genders (Set-G translations judged correctly gendered: a stage that writes every referent
-away gains on Set-N by losing there) or the translation (chrF++). The comparison reads two models of one results folder scored on the **dev**
-split (never test: the test rows are what the final stage is reported on), and the rule is written into the
-choice so a report can say why the chain ends where it does.
+away gains on Set-N by losing there) or the translation (chrF++). The comparison reads two models of one results
+folder scored on the **dev** split (never test: the test rows are what the final stage is reported on), and the
+rule is written into the choice so a report can say why the chain ends where it does.
 
 The dev rows mix two origins: real mGeNTE sentences and templated ones (with ``templated_rows``, the dev split alone
 being small). The rule reads all of them; the choice also keeps each figure per origin, because a round can move
