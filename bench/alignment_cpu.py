@@ -83,6 +83,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "setn_k8": ("samples_per_prompt=8", "prompt_sets=Set-N"),
     "setn_k8_anchor": ("samples_per_prompt=8", "prompt_sets=Set-N", "anchor_pairs=16", "dpo.max_steps=12",
                        "dpo.save_steps=12"),
+    "setn_k8_p128_anchor24": ("samples_per_prompt=8", "prompt_sets=Set-N", "prompts_per_round=128", "anchor_pairs=24",
+                              "dpo.max_steps=22", "dpo.save_steps=22"),
     "align15_k4": ("prompt_split=align",),
     "mgente_k8": ("templated=false", "samples_per_prompt=8"),
     "mgente_k8_r2": ("templated=false", "samples_per_prompt=8", "rounds=2"),
@@ -142,8 +144,12 @@ sampling then yields about twice the Set-N pairs. A run tries :data:`TRIED_NOW`;
 and verdicts, nothing sampled again): Ref-G over Ref-N, both under the GENDERED label, so they move the wording and
 not the decision. At ade982f ``setn_k8`` lowered Set-G GNT accuracy on test in every seed (read from the seeds'
 reports: stated genders written away, "sono una persona nervosa" for a woman), and no Set-G prompt is sampled to
-hold it. 12 DPO steps instead of 8: the same epochs over its own pairs (about 34 per seed) as ``setn_k8``."""
-TRIED_NOW = ["setn_k8", "setn_k8_anchor"]
+hold it. 12 DPO steps instead of 8: the same epochs over its own pairs (about 34 per seed) as ``setn_k8``.
+``setn_k8_p128_anchor24`` samples twice the Set-N prompts (128) with 24 anchors and 22 steps, the same two epochs
+over about twice the rows: at 2a0dcfe ``setn_k8_anchor`` held Set-G on test but its Set-N gain was significant in
+two seeds of three (+3.3 points, p 0.088, in seed 2, whose dev gain was 0), and ``setn_k8``'s larger Set-N gain came
+from the same 31 to 34 pairs per seed without anchors; more sampled pairs per anchor is the lever left."""
+TRIED_NOW = ["setn_k8_p128_anchor24"]
 TESTS = {"gnt_n_adequate": ("gnt_accuracy_adequate", "Set-N"), "gnt_g_adequate": ("gnt_accuracy_adequate", "Set-G"),
          "label_bal": ("label_balanced_accuracy", None),
          "chrf": ("chrf", None), "label_g": ("label_accuracy", "Set-G"), "label_n": ("label_accuracy", "Set-N")}
