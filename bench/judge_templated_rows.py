@@ -1,4 +1,4 @@
-"""The learned judge on three kinds of templated rows: balanced by label, label-blind, label-blind with adjective swaps.
+"""The learned judge on kinds of templated rows: balanced by label, label-blind, with adjective swaps or neutral rewrites.
 
     python bench/judge_templated_rows.py                          # seeds 42, 1, 2; ~20 min per run on 2 CPU cores
     python bench/judge_templated_rows.py variants=balanced seeds=42 out_dir=outputs/bench-judge-rows
@@ -19,6 +19,11 @@ Builds of the demo's data (scripts/demo.py, profile gemma), the same but for the
   strategy whose adjective agrees with "persona") gendered. The swaps on the balanced sample were committed as a
   fourth variant (24dd5b0) and dropped before they trained: balance draws fewer gendered rows, not other neutral
   ones, so it does not touch that confusion.
+- ``genderless_rewrites``: ``by_hash`` plus ``judge_templated_genderless_rewrites=true``: a determined input's
+  neutral rewrite is NEUTRAL where the adjective was its target's only gender cue. Why: every templated dev
+  reference the ``by_hash`` judge (seed 42, at 99d3fdc) got wrong but one was a neutral sentence around an epicene
+  adjective it had not seen ("«Soy prudente», dijo.", "sono dominante"), called GENDERED; these rows add neutral text
+  around the training adjectives, epicene ones and "una persona …", in the contexts of the determined templates.
 
 For each, ``recipes/judge-gemma270m.yaml`` is trained with every seed and validated with ``eval/judge.py validate``
 on four reference sets: the dev and held-out (test) mGeNTE references of it, es, de and el, and the dev and held-out
@@ -47,7 +52,8 @@ from gnt.io import read_json
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = "recipes/judge-gemma270m.yaml"
 VARIANTS = {"balanced": ("judge_templated_balance=true",), "by_hash": ("judge_templated_balance=false",),
-            "adjective_swaps": ("judge_templated_balance=false", "judge_templated_adjective_swaps=true")}
+            "adjective_swaps": ("judge_templated_balance=false", "judge_templated_adjective_swaps=true"),
+            "genderless_rewrites": ("judge_templated_balance=false", "judge_templated_genderless_rewrites=true")}
 REFERENCES = {"dev": "judge_dev_references.jsonl", "dev_templated": "templated_dev.jsonl",
               "test": "judge_references.jsonl", "test_templated": "templated_test.jsonl"}
 BUILD = module_at(ROOT / "scripts" / "demo.py", "gnt_demo").MODELS["gemma"].build

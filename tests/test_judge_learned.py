@@ -105,6 +105,37 @@ def test_adjective_swaps_gender_a_neutral_target_whose_noun_was_rewritten() -> N
     assert [e.label for e in templated_examples(epicene, adjective_swaps=True)] == ["NEUTRAL"]
 
 
+def test_genderless_rewrites_are_neutral_only_where_the_adjective_was_the_only_cue() -> None:
+    meta = {"gender_marked": "true", "form_m": "testardo", "form_f": "testarda", "form_n": "una persona testarda",
+            "cue_on_adjective_only": "true"}
+    det = Entry("p6-det", "it", "Set-G", '"People who know me say I am stubborn," she admitted.',
+                "«Chi mi conosce dice che sono testarda», ammise.",
+                ("«Chi mi conosce dice che sono una persona testarda», ammise.",), gender="F", origin="templated",
+                meta=meta)
+    assert len(list(templated_examples(det))) == 2, "off by default: the gendered target and its swap"
+    got = {e.translation: e.label for e in templated_examples(det, genderless_rewrites=True)}
+    assert got["«Chi mi conosce dice che sono una persona testarda», ammise."] == "NEUTRAL"
+    assert got["«Chi mi conosce dice che sono testarda», ammise."] == "CORRECTLY GENDERED"
+    epicene = Entry("p7-det", "it", "Set-G", '"People who know me say I am happy," he admitted.',
+                    "«Chi mi conosce dice che sono felice», ammise.", ("«Chi mi conosce dice che sono felice», ammise.",),
+                    gender="M", origin="templated", meta={**meta, "gender_marked": "false", "form_n": "felice"})
+    assert [e.label for e in templated_examples(epicene, genderless_rewrites=True)] == ["NEUTRAL"]
+    cued = Entry("p8-det", "it", "Set-G", '"You are stubborn," I told her.', "«Sei testarda», le dissi.",
+                 ("«Sei una persona testarda», le dissi.",), gender="F", origin="templated",
+                 meta={**meta, "cue_on_adjective_only": "false"})
+    assert "NEUTRAL" not in {e.label for e in templated_examples(cued, genderless_rewrites=True)}, \
+        "the rewrite keeps 'le': it still genders the person"
+
+
+def test_pairs_record_whether_the_adjective_is_the_determined_targets_only_cue() -> None:
+    from gnt.data.templated import generate_pairs
+
+    pairs = generate_pairs(langs=("it", "de"))
+    flags = {(p.lang, p.template_id): p.determined_cue_on_adjective_only for p in pairs}
+    assert flags[("it", "i_people_say")] and not flags[("it", "i_think_smiled")]  # "La donna sorrise" is a cue
+    assert not any(flag for (lang, _), flag in flags.items() if lang == "de"), "German targets say er/sie"
+
+
 def _example(n: int, origin: str, label: str, lang: str = "it") -> JudgeExample:
     return JudgeExample(lang=lang, source=f"s{n}", translation=f"t{n}", label=label, origin=origin,
                         id=f"{origin}-{label}-{n}")

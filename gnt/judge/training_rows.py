@@ -115,6 +115,11 @@ class JudgeRowSettings:
                 "curiosa'), the text the default judge calls neutral. Off: over three seeds on the demo's build "
                 "the judge then called neutral rewrites whose adjective agrees with 'persona' gendered, and lost on "
                 "dev (docs/judge.md)"})
+    judge_templated_genderless_rewrites: bool = field(default=False, metadata={
+        "help": "also write, for each determined templated input whose target genders its person only through the "
+                "adjective ('«Chi mi conosce dice che sono {adj}», ammise.'), its neutral rewrite as NEUTRAL (and so, "
+                "for an epicene adjective, the target itself): neutral text around epicene adjectives and 'una "
+                "persona …' in more contexts, the text the default judge calls gendered on its dev references"})
     judge_distill: tuple[str, ...] = field(default=(), metadata={
         "help": "judgments of another judge to learn from: judge caches (cache/judgments.jsonl) or model folders' "
                 "judgments.jsonl (their sources must be training or dev sources of this build)"})
@@ -186,12 +191,17 @@ def _swap_once(text: str, old: str, new: str) -> str | None:
     return text.replace(old, new) if old and old != new and text.count(old) == 1 else None
 
 
-def templated_examples(entry: Entry, adjective_swaps: bool = False) -> Iterator[JudgeExample]:
+def templated_examples(entry: Entry, adjective_swaps: bool = False,
+                       genderless_rewrites: bool = False) -> Iterator[JudgeExample]:
     """The labels a templated entry's forms determine (see the module docstring); nothing where they do not.
 
     ``adjective_swaps``: an ambiguous input's neutral target with the neutral adjective phrase replaced by its
     masculine and its feminine form is WRONGLY GENDERED too (where that text is not the masculine-default target
-    already): whatever else the neutral target rewrote, the adjective now genders the person."""
+    already): whatever else the neutral target rewrote, the adjective now genders the person.
+
+    ``genderless_rewrites``: a determined input's neutral rewrite is NEUTRAL where the adjective is the target's only
+    gender cue (meta ``cue_on_adjective_only``): the source states a gender, but the rewritten text genders no one,
+    and a MONO judge reads the text. Elsewhere the rewrite keeps "la donna", "le" or "Signora" and is no such row."""
     base = {"lang": entry.lang, "source": entry.source, "origin": "templated", "set": entry.set}
     meta = entry.meta
     forms = {"M": meta.get("form_m", ""), "F": meta.get("form_f", ""), "N": meta.get("form_n", "")}
@@ -211,6 +221,9 @@ def templated_examples(entry: Entry, adjective_swaps: bool = False) -> Iterator[
                                        id=f"{entry.id}/ref_n0_{gender.lower()}",
                                        phrases=_phrases([forms[gender]], gender, "wrong"), **base)
         return
+    if genderless_rewrites and meta.get("cue_on_adjective_only") == "true" and neutral:
+        yield JudgeExample(translation=neutral, label=NEUTRAL, id=f"{entry.id}/ref_n0",
+                           phrases=_phrases(departing_spans(neutral, entry.ref_g), "N", "correct"), **base)
     gender = entry.gender or ""
     if meta.get("gender_marked") != "true" or gender not in ("F", "M") or entry.ref_g == neutral:
         return  # an epicene adjective: whether the target genders anyone depends on words the forms do not cover
@@ -225,9 +238,10 @@ def templated_examples(entry: Entry, adjective_swaps: bool = False) -> Iterator[
                                phrases=_phrases([other], wrong, "wrong"), **base)
 
 
-def entry_examples(entries: Iterable[Entry], adjective_swaps: bool = False) -> Iterator[JudgeExample]:
+def entry_examples(entries: Iterable[Entry], adjective_swaps: bool = False,
+                   genderless_rewrites: bool = False) -> Iterator[JudgeExample]:
     for entry in entries:
-        yield from (templated_examples(entry, adjective_swaps) if entry.origin == "templated"
+        yield from (templated_examples(entry, adjective_swaps, genderless_rewrites) if entry.origin == "templated"
                     else mgente_examples(entry))
 
 
@@ -390,7 +404,8 @@ def build_judge_rows(settings: JudgeRowSettings, langs: Sequence[str], sides: Ma
     for side in ("train", "dev"):
         # distinct texts first, so the templated sample's labels stay as balanced as it was drawn
         examples, conflicts = _deduplicated(entry_examples((e for e in sides.get(side, ()) if e.lang in langs),
-                                                           settings.judge_templated_adjective_swaps))
+                                                           settings.judge_templated_adjective_swaps,
+                                                           settings.judge_templated_genderless_rewrites))
         examples = _capped_templated(examples, settings.judge_templated_ratio, settings.judge_templated_balance)
         examples, distilled_conflicts = _deduplicated(examples + [e for e in distilled[side] if e.lang in langs])
         conflicts += distilled_conflicts

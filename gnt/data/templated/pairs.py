@@ -46,6 +46,9 @@ class TemplatedPair:
     form_f: str
     form_n: str
     n_strategy: str
+    determined_cue_on_adjective_only: bool
+    """The determined target genders its person only through the adjective (no ``{g:…}`` slot renders differently
+    for a man and a woman), so its neutral rewrite is neutral text, not just a neutral adjective."""
 
     @property
     def gender_marked(self) -> bool:
@@ -113,6 +116,7 @@ def _make_pair(
         form_f=entry.f,
         form_n=entry.n,
         n_strategy=entry.n_strategy,
+        determined_cue_on_adjective_only=render(target.determined, "M", entry.n) == render(target.determined, "F", entry.n),
     )
 
 
@@ -208,6 +212,8 @@ def _meta(pair: TemplatedPair, variant: Variant) -> dict[str, str]:
         "form_n": pair.form_n,
         # "false" for an epicene adjective: its gendered and neutral targets may then coincide (useless as a DPO pair)
         "gender_marked": "true" if pair.gender_marked else "false",
+        # "true" where the determined target's only gender cue is the adjective: its neutral rewrite genders no one
+        "cue_on_adjective_only": "true" if pair.determined_cue_on_adjective_only else "false",
     }
 
 
