@@ -33,7 +33,9 @@ Every variant tried is kept in the record with its settings, seeds and dev figur
 From a clean clone on 2 cores (the 2a0dcfe run's own run records): the judge's training about 14 minutes, then per
 seed its SFT about 11, sampling about 7, the two variants' DPO about 5 and their dev scoring about 4, and the test
 scoring of the chosen variant about 7 per seed. At 56877e5 (one variant, 128 prompts) sampling took about 16
-minutes per seed and DPO about 6; the whole run 2 h 23 min. A rerun reuses every finished run and cached generation.
+minutes per seed and DPO about 6; the whole run 2 h 23 min. Its second variant in :data:`TRIED_NOW` adds a DPO and a
+dev scoring per seed (about 9 minutes each, estimated from those). A rerun reuses every finished run and cached
+generation.
 """
 
 from __future__ import annotations
@@ -86,6 +88,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
                        "dpo.save_steps=12"),
     "setn_k8_p128_anchor24": ("samples_per_prompt=8", "prompt_sets=Set-N", "prompts_per_round=128", "anchor_pairs=24",
                               "dpo.max_steps=22", "dpo.save_steps=22"),
+    "setn_k8_p128_anchor24_form": ("samples_per_prompt=8", "prompt_sets=Set-N", "prompts_per_round=128",
+                                   "anchor_pairs=24", "dpo.max_steps=22", "dpo.save_steps=22",
+                                   "rewards.adjective_form=1.0"),
     "align15_k4": ("prompt_split=align",),
     "mgente_k8": ("templated=false", "samples_per_prompt=8"),
     "mgente_k8_r2": ("templated=false", "samples_per_prompt=8", "rounds=2"),
@@ -149,8 +154,13 @@ hold it. 12 DPO steps instead of 8: the same epochs over its own pairs (about 34
 ``setn_k8_p128_anchor24`` samples twice the Set-N prompts (128) with 24 anchors and 22 steps, the same two epochs
 over about twice the rows: at 2a0dcfe ``setn_k8_anchor`` held Set-G on test but its Set-N gain was significant in
 two seeds of three (+3.3 points, p 0.088, in seed 2, whose dev gain was 0), and ``setn_k8``'s larger Set-N gain came
-from the same 31 to 34 pairs per seed without anchors; more sampled pairs per anchor is the lever left."""
-TRIED_NOW = ["setn_k8_p128_anchor24"]
+from the same 31 to 34 pairs per seed without anchors; more sampled pairs per anchor is the lever left.
+``setn_k8_p128_anchor24_form`` is the same with the ``adjective_form`` reward beside the three (its samples and
+verdicts are the other's: only the pairs differ). At 56877e5 seed 42 lost Set-G on test where the policy rewrote
+the noun and kept a gendered adjective ("Nel mio lavoro in ambito infermieristico, sono aggressiva"), which the
+judge calls neutral; on Set-N the same rewrite was rewarded as neutral. Added to :data:`TRIED_NOW` after that
+record, not yet run."""
+TRIED_NOW = ["setn_k8_p128_anchor24", "setn_k8_p128_anchor24_form"]
 TESTS = {"gnt_n_adequate": ("gnt_accuracy_adequate", "Set-N"), "gnt_g_adequate": ("gnt_accuracy_adequate", "Set-G"),
          "label_bal": ("label_balanced_accuracy", None),
          "chrf": ("chrf", None), "label_g": ("label_accuracy", "Set-G"), "label_n": ("label_accuracy", "Set-N")}

@@ -13,6 +13,7 @@ from gnt.alignment.rewards import (
     RewardSpec,
     Sample,
     adequacy_reward,
+    adjective_form_reward,
     chrf_reward,
     judge_reward,
     label_reward,
@@ -79,6 +80,40 @@ def test_the_chrf_reward_ranks_samples_the_binary_rewards_score_alike() -> None:
     assert gendered.chrf > looser.chrf, "the gendered one is closer to Ref-G"
     pairs, _ = pair_groups([[graded.score(s) for s in (looser, gendered)]])
     assert pairs[0][1].sample.text == looser.text, "a whole binary reward outweighs the grade"
+
+
+TEMPLATED_META = {"gender_marked": "true", "form_m": "curioso", "form_f": "curiosa", "form_n": "una persona curiosa"}
+TPL_N = Entry("tpl-it-1-amb", "it", "Set-N", '"As an engineer, I am curious," I said.',
+              "«Come ingegnere, sono curioso», dissi.",
+              ("«Nel mio lavoro di ingegneria, sono una persona curiosa», dissi.",), origin="templated",
+              meta=TEMPLATED_META)
+TPL_G = Entry("tpl-it-1-det", "it", "Set-G", '"As an engineer, I am curious," she said.',
+              "«Come ingegnera, sono curiosa», disse.", ("«Come ingegnera, sono una persona curiosa», disse.",),
+              gender="F", origin="templated", meta=TEMPLATED_META)
+
+
+def test_adjective_form_sees_the_gendered_adjective_a_small_judge_calls_neutral() -> None:
+    """The policy's rewrite of the noun with the adjective still feminine earns nothing, whatever the judge said."""
+    def reward(entry: Entry, translation: str) -> float:
+        return adjective_form_reward(_sample(entry, f"<it> **NEUTRAL** [{translation}]", "NEUTRAL"))
+
+    assert reward(TPL_N, "«Nel mio lavoro di ingegneria, sono curiosa», dissi.") == 0.0
+    assert reward(TPL_N, "«Come ingegnere, sono Curioso», dissi.") == 0.0, "either gender, any case"
+    assert reward(TPL_N, "«Nel mio lavoro di ingegneria, sono una persona curiosa», dissi.") == 1.0
+    assert reward(TPL_N, "«Sono curiosità», dissi.") == 1.0, "whole words only"
+    assert reward(TPL_G, "«Come ingegnera, sono curiosa», disse.") == 1.0
+    assert reward(TPL_G, "«Come ingegnera, sono una persona curiosa», disse.") == 1.0, "neutral: not a contradiction"
+    assert reward(TPL_G, "«Come ingegnere, sono curioso», disse.") == 0.0, "the other gender contradicts the source"
+    epicene = replace(TPL_N, meta={**TEMPLATED_META, "gender_marked": "false"})
+    assert reward(epicene, "«Sono curiosa», dissi.") == 1.0, "no forms to read: constant, never ranks samples"
+    assert reward(SET_N, "I cittadini sono preoccupati.") == 1.0, "mGeNTE: the lexicon says nothing"
+    assert adjective_form_reward(_sample(TPL_N, "<it> **NEUTRAL** [Nel mio", None)) == 0.0
+    spec = RewardSpec({"label": 1.0, "judge": 1.0, "adequacy": 1.0, "adjective_form": 1.0})
+    kept = _sample(TPL_N, "<it> **NEUTRAL** [«Nel mio lavoro di ingegneria, sono curiosa», dissi.]", "NEUTRAL")
+    rewritten = _sample(TPL_N, "<it> **NEUTRAL** [«Nel mio lavoro di ingegneria, sono una persona curiosa», dissi.]",
+                        "NEUTRAL")
+    pairs, _ = pair_groups([[spec.score(s) for s in (kept, rewritten)]])
+    assert [(best.sample.text, worst.sample.text) for _, best, worst in pairs] == [(rewritten.text, kept.text)]
 
 
 def test_target_chrf_reads_only_the_references_in_the_form_the_set_asks_for() -> None:

@@ -96,7 +96,7 @@ class OnPolicyConfig(BackendSettings):
     top_p: float = field(default=0.95, metadata={"help": "nucleus sampling"})
     max_new_tokens: int = field(default=128, metadata={"help": "token cap per sample"})
     rewards: dict[str, float] = field(default_factory=lambda: dict(REWARD_WEIGHTS), metadata={
-        "help": "reward name → weight of the sample score (label, judge, adequacy, chrf, target_chrf: docs/alignment.md)"})
+        "help": "reward name → weight of the sample score (label, judge, adequacy, chrf, target_chrf, adjective_form: docs/alignment.md)"})
     judge: str | None = field(default=None, metadata={
         "help": "the judge recipe of the judge reward (a judge adapter's training recipe, e.g. "
                 "recipes/judge-gemma270m.yaml)"})

@@ -147,7 +147,7 @@ class GRPOProjectArgs(AlignmentProjectArgs):
 
     rewards: dict[str, float] = field(
         default_factory=lambda: dict(REWARD_WEIGHTS),
-        metadata={"help": "reward name -> weight (label, judge, adequacy, chrf, target_chrf: docs/alignment.md); TRL's reward_weights "
+        metadata={"help": "reward name -> weight (label, judge, adequacy, chrf, target_chrf, adjective_form: docs/alignment.md); TRL's reward_weights "
                   "are set from it"},
     )
     judge: str | None = field(
