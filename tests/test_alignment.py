@@ -384,10 +384,11 @@ def test_grpo_trains_an_sft_adapter_with_the_gnt_rewards(tmp_path: Path, eval_ti
     out = tmp_path / "grpo"
     run_grpo(str(RECIPES_DIR / "tiny-grpo.yaml"), [("sft_adapter", str(eval_tiny_run / "checkpoint-2")),
                                                    ("data_dir", str(eval_data_dir)), ("output_dir", str(out)),
-                                                   ("max_train_samples", 8)])
+                                                   ("max_train_samples", 8),
+                                                   ("rewards", {"label": 1.0, "adequacy": 1.0, "adjective_form": 1.0})])
     record = read_json(out / "gnt_run.json")
     assert record["status"] == "complete" and record["stage"] == "grpo" and record["global_step"] == 2
-    assert record["rewards"]["names"] == ["label", "adequacy"]
+    assert record["rewards"]["names"] == ["label", "adequacy", "adjective_form"]
     assert (out / "adapter_config.json").is_file()
     state = read_json(out / "trainer_state.json")
     logged = [entry for entry in state["log_history"] if "rewards/label_reward/mean" in entry]
