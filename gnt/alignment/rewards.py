@@ -17,8 +17,8 @@ reward reads it against the entry; all but the two chrF++ grades return 1.0 (ear
   the Ref-N alternatives; Set-G: Ref-G). ``chrf`` reads Ref-G too, so for a Set-N source a sample that comes close
   to the gendered reference's wording earns its grade from it (docs/alignment.md has one read from a bench pair);
   this one grades only against the form the source asks for.
-- :func:`adjective_form_reward`: on templated entries with a gender-marked adjective, the translation holds no
-  adjective form its set rules out (the lexicon's forms, which the entry carries). It sees what a small judge
+- :func:`adjective_form_reward`: on templated entries with a gender-marked adjective, the templated suite's
+  classifier finds no adjective form the set rules out (the lexicon's forms, which the entry carries). It sees what a small judge
   misses: a rewritten noun followed by a gendered adjective ("Nel mio lavoro di ingegneria, sono curiosa").
 
 An output with an extraction error earns nothing from any reward. A sample's total is the weighted sum of the
@@ -28,7 +28,6 @@ judge's cache, so a translation two samples share is judged once.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +35,7 @@ from typing import Any
 from gnt.data.entry import Entry
 from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD, chrf_pp
 from gnt.output_format import Extraction, extract
+from gnt.templated_suite.classify import Classifier as TemplatedClassifier
 from gnt.training.config import REWARD_WEIGHTS
 
 
@@ -94,40 +94,38 @@ def target_chrf_reward(sample: Sample) -> float:
     return chrf_pp(sample.extraction.translation, sample.target_references) / 100.0 if sample.extraction.ok else 0.0
 
 
-def _word_pattern(phrase: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<!\w){re.escape(phrase)}(?!\w)", re.IGNORECASE)
+_ADJECTIVE_CLASSIFIER = TemplatedClassifier()
+"""The templated suite's M/F/N classifier (its rules are built once per adjective and kept)."""
 
 
 def ruled_out_forms(entry: Entry) -> tuple[str, ...]:
-    """The adjective forms a translation of a templated entry must not hold: Set-N rules out the masculine and the
-    feminine form, Set-G the other gender's. Nothing for an mGeNTE entry or an epicene adjective (its forms are one)."""
-    meta = entry.meta
-    if entry.origin != "templated" or meta.get("gender_marked") != "true":
+    """The adjective classes (M, F) a translation of a templated entry must not show: Set-N rules out both, Set-G
+    the other gender's. Nothing for an mGeNTE entry or an epicene adjective (its forms are one)."""
+    if entry.origin != "templated" or entry.meta.get("gender_marked") != "true":
         return ()
-    forms = {"M": meta.get("form_m", ""), "F": meta.get("form_f", "")}
     if entry.set == "Set-N":
-        return tuple(f for f in forms.values() if f)
+        return ("M", "F")
     other = {"M": "F", "F": "M"}.get(entry.gender or "")
-    return (forms[other],) if other and forms[other] else ()
+    return (other,) if other else ()
 
 
 def adjective_form_reward(sample: Sample) -> float:
-    """1 when the translation holds none of the adjective forms its set rules out (:func:`ruled_out_forms`), whole
-    words, case-insensitive, after the neutral form is taken out ("una persona curiosa" holds "curiosa"); 0 when it
-    holds one, or for an extraction error. Why: a small judge calls "Nel mio lavoro di ingegneria, sono curiosa"
+    """1 unless the templated suite's classifier (:class:`gnt.templated_suite.classify.Classifier`, the one that
+    scores the suite's ΔM/ΔF/ΔN) finds the adjective in a form the entry's set rules out (:func:`ruled_out_forms`);
+    0 then, or for an extraction error. Why: a small judge calls "Nel mio lavoro di ingegneria, sono curiosa"
     neutral, and a policy rewarded by that judge learns to rewrite the noun and keep the gendered adjective; the
-    lexicon forms are known for templated entries, so this reward is exact there. Every other entry earns 1: its
-    samples all share the entry, so a constant never ranks them, and it adds nothing to a pair's margin."""
+    lexicon forms are known for templated entries, so the classifier reads the adjective there. Every other entry
+    earns 1: its samples all share the entry, so a constant never ranks them, and it adds nothing to a pair's margin."""
     if not sample.extraction.ok:
         return 0.0
     ruled_out = ruled_out_forms(sample.entry)
     if not ruled_out:
         return 1.0
-    text = sample.extraction.translation or ""
-    neutral = sample.entry.meta.get("form_n", "")
-    if neutral:
-        text = _word_pattern(neutral).sub(" ", text)
-    return float(not any(_word_pattern(form).search(text) for form in ruled_out))
+    entry, meta = sample.entry, sample.entry.meta
+    item = {"lang": entry.lang, "adjective": meta.get("adjective", ""), "M": meta.get("form_m", ""),
+            "F": meta.get("form_f", ""), "N": meta.get("form_n", ""), "N_strategy": meta.get("n_strategy", ""),
+            "source": entry.source, "ref_neutral": entry.ref_n[0] if entry.ref_n else None}
+    return float(_ADJECTIVE_CLASSIFIER.classify(sample.extraction.translation, item).label not in ruled_out)
 
 
 REWARDS: dict[str, Callable[[Sample], float]] = {
