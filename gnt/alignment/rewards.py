@@ -35,7 +35,7 @@ from typing import Any
 from gnt.data.entry import Entry
 from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD, chrf_pp
 from gnt.output_format import Extraction, extract
-from gnt.templated_suite.classify import Classifier as TemplatedClassifier
+from gnt.templated_suite.entry_forms import adjective_class, gender_marked
 from gnt.training.config import REWARD_WEIGHTS
 
 
@@ -94,14 +94,10 @@ def target_chrf_reward(sample: Sample) -> float:
     return chrf_pp(sample.extraction.translation, sample.target_references) / 100.0 if sample.extraction.ok else 0.0
 
 
-_ADJECTIVE_CLASSIFIER = TemplatedClassifier()
-"""The templated suite's M/F/N classifier (its rules are built once per adjective and kept)."""
-
-
 def ruled_out_forms(entry: Entry) -> tuple[str, ...]:
     """The adjective classes (M, F) a translation of a templated entry must not show: Set-N rules out both, Set-G
     the other gender's. Nothing for an mGeNTE entry or an epicene adjective (its forms are one)."""
-    if entry.origin != "templated" or entry.meta.get("gender_marked") != "true":
+    if not gender_marked(entry):
         return ()
     if entry.set == "Set-N":
         return ("M", "F")
@@ -121,11 +117,7 @@ def adjective_form_reward(sample: Sample) -> float:
     ruled_out = ruled_out_forms(sample.entry)
     if not ruled_out:
         return 1.0
-    entry, meta = sample.entry, sample.entry.meta
-    item = {"lang": entry.lang, "adjective": meta.get("adjective", ""), "M": meta.get("form_m", ""),
-            "F": meta.get("form_f", ""), "N": meta.get("form_n", ""), "N_strategy": meta.get("n_strategy", ""),
-            "source": entry.source, "ref_neutral": entry.ref_n[0] if entry.ref_n else None}
-    return float(_ADJECTIVE_CLASSIFIER.classify(sample.extraction.translation, item).label not in ruled_out)
+    return float(adjective_class(sample.extraction.translation, sample.entry) not in ruled_out)
 
 
 REWARDS: dict[str, Callable[[Sample], float]] = {
