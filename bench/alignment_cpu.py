@@ -50,6 +50,7 @@ from typing import Any
 
 from record import bench_command, conclude, module_at
 
+from gnt.alignment.adjective_readings import RIGHT_FORM, read_entries, readings, right_form_values, summary
 from gnt.alignment.stage_choice import (
     ORIGINS,
     StageRule,
@@ -295,6 +296,21 @@ def paired(results: Path, sft: str, aligned: str, origin: str | None = None) -> 
     return out
 
 
+def adjective_forms(results: Path, entries: dict[str, Any], sft: str, aligned: str) -> dict[str, Any]:
+    """The judge-free reading of the templated test rows with a gender-marked adjective
+    (gnt.alignment.adjective_readings): per stage, the adjective's forms per set, and aligned minus SFT in the share
+    of rows whose adjective takes the right form (Set-N: neutral; Set-G: the stated gender), paired bootstrap."""
+    from gnt.report.significance import paired_bootstrap
+
+    found = readings(results, entries)
+    out: dict[str, Any] = {"sft": summary(found[sft]), "aligned": summary(found[aligned]), "paired": {}}
+    for set_name in RIGHT_FORM:
+        result = paired_bootstrap(right_form_values(found[sft], set_name), right_form_values(found[aligned], set_name))
+        out["paired"][set_name] = None if result is None else {"delta": result.delta, "ci": [result.lo, result.hi],
+                                                               "p": result.p_value, "n": result.n_pairs}
+    return out
+
+
 def last_round(folder: Path) -> Path:
     """The aligned adapter of an on-policy run: its last finished round (a variant may ask for more than one)."""
     state = read_json(folder / "onpolicy.json")
@@ -358,6 +374,7 @@ def _bench(call: Call) -> int:
     earned = [v for v in args.variants if not rule.failures(mean_delta(v))]
     chosen = max(earned or args.variants, key=lambda v: mean_delta(v)["gnt_n_adequate"] or -1.0)
     test: dict[str, Any] = {}
+    templated_test = read_entries(data[build_of(chosen)] / "eval" / "templated_test.jsonl")
     for seed in args.seeds:
         sft_dir, aligned_dir = sft_of(out, build_of(chosen), seed), last_round(out / "runs" / f"{chosen}-{seed}")
         demo_sft_dir = sft_of(out, "demo", seed)
@@ -369,7 +386,8 @@ def _bench(call: Call) -> int:
                            "paired": paired(results, sft_name, aligned_name),
                            "by_origin": {"sft": per_origin[sft_name], "aligned": per_origin[aligned_name]},
                            "paired_by_origin": {o: paired(results, sft_name, aligned_name, o) for o in ORIGINS},
-                           "setn_misses": {"sft": misses[sft_name], "aligned": misses[aligned_name]}}
+                           "setn_misses": {"sft": misses[sft_name], "aligned": misses[aligned_name]},
+                           "adjective_forms": adjective_forms(results, templated_test, sft_name, aligned_name)}
         if demo_sft_dir != sft_dir:
             test[str(seed)] |= {"demo_sft": found[adapter_name(demo_sft_dir)],
                                 "paired_vs_demo_sft": paired(results, adapter_name(demo_sft_dir), aligned_name)}
@@ -422,6 +440,10 @@ def _bench(call: Call) -> int:
             "best of all, reported as not earned"},
         "test": test, "test_delta_mean_sd": spread,
         "test_delta_mean_sd_by_origin": {o: delta_spread(o) for o in ORIGINS},
+        "test_adjective_forms_delta_mean_sd": {
+            set_name: {stat: fn([t["adjective_forms"]["paired"][set_name]["delta"] for t in test.values()])
+                       for stat, fn in (("mean", statistics.mean), ("sd", statistics.pstdev))}
+            for set_name in RIGHT_FORM if all(t["adjective_forms"]["paired"][set_name] for t in test.values())},
         "goals_met": met,
         "runs_found_finished": {k: v for k, v in found_before.items() if v is not None},
         "earlier": earlier_runs(ROOT / "bench" / "results" / "alignment_cpu.json"),
