@@ -23,7 +23,10 @@ seed. This runs, on 2 CPU cores with Gemma 3 270M (the demo's model and data):
    The templated test rows joined the comparison before this bench scored any model on them: the 59 mGeNTE Set-N
    test rows alone could not tell a gain of two rows from noise. A variant on another build is also
    compared with the demo's SFT (``paired_vs_demo_sft``): its SFT start learnt from fewer sources, and the
-   demo would adopt it only if the pair beats the SFT it trains now.
+   demo would adopt it only if the pair beats the SFT it trains now. The templated test rows with a gender-marked
+   adjective are also read without the judge (``adjective_forms``, gnt.alignment.adjective_readings): the form the
+   templated suite's classifier finds, per stage, with a paired bootstrap of the right form's share. The judge is
+   a 270M model with known blind spots on those rows; the lexicon forms are not in doubt.
 
 Every variant tried is kept in the record with its settings, seeds and dev figures, and the commit.
 
