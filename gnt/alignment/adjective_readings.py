@@ -18,6 +18,7 @@ from typing import Any
 
 from gnt.data.entry import Entry
 from gnt.filenames import JUDGMENTS
+from gnt.io import read_jsonl
 from gnt.templated_suite.entry_forms import adjective_class, gender_marked
 
 
@@ -33,10 +34,7 @@ class Reading:
 
 def read_entries(path: str | Path) -> dict[str, Entry]:
     """The entries of a build's JSON-lines file by id (``eval/templated_test.jsonl`` and the like)."""
-    import json
-
-    with Path(path).open(encoding="utf-8") as handle:
-        return {str(r["id"]): Entry.from_record(r) for r in map(json.loads, filter(str.strip, handle))}
+    return {str(r["id"]): Entry.from_record(r) for r in read_jsonl(path)}
 
 
 def readings(results_dir: str | Path, entries: Mapping[str, Entry]) -> dict[str, dict[str, Reading]]:
