@@ -25,8 +25,9 @@ seed. This runs, on 2 CPU cores with Gemma 3 270M (the demo's model and data):
    compared with the demo's SFT (``paired_vs_demo_sft``): its SFT start learnt from fewer sources, and the
    demo would adopt it only if the pair beats the SFT it trains now. The templated test rows with a gender-marked
    adjective are also read without the judge (``adjective_forms``, gnt.alignment.adjective_readings): the form the
-   templated suite's classifier finds, per stage, with a paired bootstrap of the right form's share. The judge is
-   a 270M model with known blind spots on those rows; the lexicon forms are not in doubt.
+   templated suite's classifier finds, per stage, with a paired bootstrap of the right form's share; the dev rows
+   of every variant too (``dev_adjective_forms_mean_delta``), beside the judge's figures the choice reads. The judge
+   is a 270M model with known blind spots on those rows; the lexicon forms are not in doubt.
 
 Every variant tried is kept in the record with its settings, seeds and dev figures, and the commit.
 
@@ -314,6 +315,16 @@ def adjective_forms(results: Path, entries: dict[str, Any], sft: str, aligned: s
     return out
 
 
+def mean_form_delta(by_seed: dict[str, Any]) -> dict[str, float | None]:
+    """Aligned minus SFT in the right adjective form's share, per set, averaged over the seeds of one variant."""
+    out: dict[str, float | None] = {}
+    for set_name in RIGHT_FORM:
+        values = [(seed["adjective_forms"]["paired"][set_name] or {}).get("delta") for seed in by_seed.values()]
+        found = [v for v in values if v is not None]
+        out[set_name] = statistics.mean(found) if found and len(found) == len(values) else None
+    return out
+
+
 def last_round(folder: Path) -> Path:
     """The aligned adapter of an on-policy run: its last finished round (a variant may ask for more than one)."""
     state = read_json(folder / "onpolicy.json")
@@ -332,6 +343,7 @@ def _bench(call: Call) -> int:
     validation_templated = validate_on_templated(out, judge)
     data = {b: data_of(out, b) for b in builds}
     dev: dict[str, dict[str, Any]] = {}
+    templated_dev = {b: read_entries(data[b] / "eval" / "templated_dev.jsonl") for b in builds}
     for seed in args.seeds:
         sfts = {b: sft_of(out, b, seed) for b in builds}
         for b, sft in sfts.items():
@@ -356,6 +368,7 @@ def _bench(call: Call) -> int:
                 "sft": start, "aligned": found[name], "delta": delta(found[name], start),
                 "by_origin": {"sft": per_origin[sft_name], "aligned": per_origin[name],
                               "delta": origin_delta(per_origin[name], per_origin[sft_name])},
+                "adjective_forms": adjective_forms(results, templated_dev[build_of(variant)], sft_name, name),
                 "onpolicy": rounds["1"]["counts"],
                 "onpolicy_by_round": {n: r["counts"] for n, r in rounds.items()},
                 **({"demo_sft": demo_sft, "delta_vs_demo_sft": delta(found[name], demo_sft)}
@@ -437,6 +450,7 @@ def _bench(call: Call) -> int:
         "judge_validation_templated": read_json(validation_templated),
         "dev": dev, "dev_mean_delta": {v: mean_delta(v) for v in args.variants},
         "dev_mean_delta_by_origin": {v: mean_origin_delta(v) for v in args.variants}, "chosen": chosen,
+        "dev_adjective_forms_mean_delta": {v: mean_form_delta(dev[v]) for v in args.variants},
         "alignment_earned_on_dev": chosen in earned, "choice_rule": {
             "rule": asdict(rule), "text": "best mean dev gain in Set-N GNT accuracy (inadequate = wrong) among the "
             "variants whose mean dev deltas pass the rule (gnt.alignment.stage_choice.StageRule); none passing: the "
