@@ -280,7 +280,7 @@ def test_prompt_sets_sample_the_asked_sets_alone_and_the_default_keeps_finished_
     # rounds finished before the key existed recorded a settings key without it: the default must keep that key
     older = {k: v for k, v in asdict(every).items()
              if k not in ("rounds", "progress", "pairs_only", "cache_dir", "prompt_split", "prompt_sets",
-                          "anchor_pairs")}
+                          "anchor_pairs", "anchor_twins")}
     assert every.settings_key() == hash_json(older)
 
 
@@ -311,6 +311,34 @@ def test_anchor_pairs_join_a_set_n_round_as_set_g_references_under_one_label(
     assert read_json(tmp_path / "onpolicy" / "onpolicy.json")["rounds"]["1"]["counts"]["anchors"] == 3
     again = onpolicy.chosen_prompts(onpolicy.anchor_prompts(anchored), 3, "anchors|0|1")
     assert {(p.entry.lang, p.entry.id) for p in again} == {(r["lang"], r["id"]) for r in anchors}
+
+
+def test_twin_anchors_are_the_set_g_twins_of_the_rounds_own_templated_pairs(
+        tmp_path: Path, eval_tiny_run: Path, training_data_dir: Path, monkeypatch) -> None:
+    """On a build with templated pairs, with anchor_twins every anchor is the determined twin (same language and template pair) of a templated
+    Set-N prompt that gave a pair this round, as many as there are up to anchor_pairs; the option changes the key."""
+    import gnt.alignment.onpolicy as onpolicy
+
+    monkeypatch.setattr(onpolicy, "sample_round", _scripted)
+    drawn = _config(tmp_path / "drawn", eval_tiny_run, training_data_dir, prompt_sets=("Set-N",), pairs_only=True,
+                    prompts_per_round=24, anchor_pairs=6)
+    twins = replace(drawn, output_dir=str(tmp_path / "twins" / "onpolicy"), anchor_twins=True)
+    assert twins.settings_key() != drawn.settings_key()
+    with pytest.raises(RecipeError, match="anchor_twins draws the anchors"):
+        replace(twins, anchor_pairs=0).validate()
+    rows = read_jsonl(run_onpolicy(twins, say=lambda _msg: None) / "dpo" / "train.jsonl")
+    sampled = {(p.entry.lang, p.entry.id): p for p in onpolicy.sampled_prompts(twins)}
+    paired = [sampled[(r["lang"], r["id"])] for r in rows if not r.get("anchor")]
+    templated = {(p.entry.lang, p.entry.meta["pair_id"]) for p in paired if p.entry.origin == "templated"}
+    anchors = [r for r in rows if r.get("anchor")]
+    assert templated and anchors, "the fixture's round pairs templated prompts, and their twins are anchored"
+    pool = {(p.entry.lang, p.entry.id): p.entry for p in onpolicy.anchor_prompts(twins)}
+    for row in anchors:
+        twin = pool[(row["lang"], row["id"])]
+        assert twin.set == "Set-G" and (twin.lang, twin.meta.get("pair_id")) in templated, "a twin, not a draw"
+    assert len(anchors) == min(6, len(onpolicy.twins_of(onpolicy.anchor_prompts(twins), paired)))
+    plain = read_jsonl(run_onpolicy(drawn, say=lambda _msg: None) / "dpo" / "train.jsonl")
+    assert len([r for r in plain if r.get("anchor")]) == 6, "the plain draw takes its six from the whole split"
 
 
 def _scripted(config, prompts, policy, round_number, cache):

@@ -119,6 +119,10 @@ class OnPolicyConfig(BackendSettings):
         "help": "per round, this many Set-G entries of the split (a seeded draw) add a pair of their references "
                 "under the same GENDERED label, Ref-G over Ref-N: they hold the stated gender's wording where a "
                 "round's neutral rewrites would spread, without moving the label decision (0: none)"})
+    anchor_twins: bool = field(default=False, metadata={
+        "help": "draw the anchors from the Set-G twins (the same template pair) of the round's templated Set-N "
+                "prompts that gave a pair: \"she said\" beside \"they said\", so the source's gender cue is "
+                "all the sampled pair and its anchor differ in (at most anchor_pairs of them)"})
     prompt_split: str = field(default="train", metadata={
         "choices": tuple(PROMPT_FILES), "help": "which sources to sample: train (those SFT was fitted to) or align "
                                                 "(kept out of SFT by data/build.py align_fraction)"})
@@ -141,6 +145,8 @@ class OnPolicyConfig(BackendSettings):
                               f"{', '.join(SETS)}")
         if self.anchor_pairs < 0:
             raise RecipeError(f"anchor_pairs must be >= 0 (got {self.anchor_pairs})")
+        if self.anchor_twins and not self.anchor_pairs:
+            raise RecipeError("anchor_twins draws the anchors: set anchor_pairs to how many (got 0)")
         if self.prompts_per_round is not None and self.prompts_per_round < 1:
             raise RecipeError(f"prompts_per_round must be >= 1 or null (got {self.prompts_per_round})")
         if not 0 < self.temperature <= 2 or not 0 < self.top_p <= 1:
@@ -166,6 +172,8 @@ class OnPolicyConfig(BackendSettings):
             del values["prompt_split"]
         if not values["anchor_pairs"]:  # no anchors (the default) keeps the key of rounds made before them
             del values["anchor_pairs"]
+        if not values["anchor_twins"]:  # and so does the default draw of anchors
+            del values["anchor_twins"]
         sets = sorted(set(values.pop("prompt_sets")))
         if sets != sorted(SETS):  # both sets (in any order) is the default, and keeps the key as it was too
             values["prompt_sets"] = sets
@@ -226,6 +234,14 @@ def anchor_prompts(config: OnPolicyConfig) -> list[Prompt]:
     from (whatever ``prompt_sets`` samples)."""
     prompts = training_prompts(Path(config.data_dir or ""), config.templated, config.prompt_split)
     return [p for p in prompts if p.entry.set == "Set-G" and p.entry.ref_n and p.entry.ref_n[0] != p.entry.ref_g]
+
+
+def twins_of(pool: list[Prompt], prompts: list[Prompt]) -> list[Prompt]:
+    """The prompts of ``pool`` built from the same template pair (language and ``pair_id``) as a templated prompt
+    of ``prompts``: for an ambiguous input, its determined twin."""
+    pairs = {(p.entry.lang, p.entry.meta.get("pair_id")) for p in prompts
+             if p.entry.origin == "templated" and p.entry.meta.get("pair_id")}
+    return [p for p in pool if (p.entry.lang, p.entry.meta.get("pair_id")) in pairs]
 
 
 def anchor_row(prompt: Prompt, round_number: int) -> dict[str, Any]:
@@ -465,7 +481,10 @@ def run_round(config: OnPolicyConfig, prompts: list[Prompt], policy: str, round_
     pairs, counts = pair_groups(groups, config.pairing)
     rows = [pair_row(chosen[index], best, worst, round_number) for index, best, worst in pairs]
     if config.anchor_pairs:
-        anchors = chosen_prompts(anchor_prompts(config), config.anchor_pairs, f"anchors|{config.seed}|{round_number}")
+        pool = anchor_prompts(config)
+        if config.anchor_twins:
+            pool = twins_of(pool, [chosen[index] for index, _, _ in pairs])
+        anchors = chosen_prompts(pool, config.anchor_pairs, f"anchors|{config.seed}|{round_number}")
         rows += [anchor_row(prompt, round_number) for prompt in anchors]
         counts.anchors = len(anchors)
     sample_rows = [{"id": s.sample.entry.id, "lang": s.sample.entry.lang, "set": s.sample.entry.set,
