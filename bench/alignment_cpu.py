@@ -99,6 +99,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "setn_k8_p128_anchor48_form": ("samples_per_prompt=8", "prompt_sets=Set-N", "prompts_per_round=128",
                                    "anchor_pairs=48", "dpo.max_steps=30", "dpo.save_steps=30",
                                    "rewards.adjective_form=1.0"),
+    "setn_k8_p128_twins24_form": ("samples_per_prompt=8", "prompt_sets=Set-N", "prompts_per_round=128",
+                                  "anchor_pairs=24", "anchor_twins=true", "dpo.max_steps=22", "dpo.save_steps=22",
+                                  "rewards.adjective_form=1.0"),
     "align15_k4": ("prompt_split=align",),
     "mgente_k8": ("templated=false", "samples_per_prompt=8"),
     "mgente_k8_r2": ("templated=false", "samples_per_prompt=8", "rounds=2"),
@@ -171,8 +174,13 @@ record. ``setn_k8_p128_anchor48_form`` doubles its anchors (48, 30 steps: the sa
 round): at d8ca842 the form reward was chosen on dev and raised Set-N GNT on test in every seed (significantly in
 two), but seed 42 lost Set-G by 9 points, read from its outputs as the neutral adjective form ("soy una persona
 nerviosa") written for speakers the source genders ("she confessed"). The anchors are that contrast (Ref-G "soy
-nerviosa" over Ref-N), and 24 of them stood against 65 to 76 sampled Set-N pairs."""
-TRIED_NOW = ["setn_k8_p128_anchor24_form", "setn_k8_p128_anchor48_form"]
+nerviosa" over Ref-N), and 24 of them stood against 65 to 76 sampled Set-N pairs. At 8174853 they held Set-G on dev and gave back most
+of the Set-N gain (seed 2's Set-N adjectives went back to the masculine): the policy moved along one line between
+the neutral and the gendered form. ``setn_k8_p128_twins24_form`` draws its 24 anchors from the Set-G twins of the
+round's own templated Set-N pairs instead (``anchor_twins``): "she said" beside "they said", the same sentence
+otherwise, so the source's gender cue is all the sampled pair and its anchor differ in. Added after that record,
+not yet run."""
+TRIED_NOW = ["setn_k8_p128_anchor24_form", "setn_k8_p128_twins24_form"]
 TESTS = {"gnt_n_adequate": ("gnt_accuracy_adequate", "Set-N"), "gnt_g_adequate": ("gnt_accuracy_adequate", "Set-G"),
          "label_bal": ("label_balanced_accuracy", None),
          "chrf": ("chrf", None), "label_g": ("label_accuracy", "Set-G"), "label_n": ("label_accuracy", "Set-N")}
