@@ -174,9 +174,9 @@ record. ``setn_k8_p128_anchor48_form`` doubles its anchors (48, 30 steps: the sa
 round): at d8ca842 the form reward was chosen on dev and raised Set-N GNT on test in every seed (significantly in
 two), but seed 42 lost Set-G by 9 points, read from its outputs as the neutral adjective form ("soy una persona
 nerviosa") written for speakers the source genders ("she confessed"). The anchors are that contrast (Ref-G "soy
-nerviosa" over Ref-N), and 24 of them stood against 65 to 76 sampled Set-N pairs. At 8174853 they held Set-G on dev and gave back most
-of the Set-N gain (seed 2's Set-N adjectives went back to the masculine): the policy moved along one line between
-the neutral and the gendered form. ``setn_k8_p128_twins24_form`` draws its 24 anchors from the Set-G twins of the
+nerviosa" over Ref-N), and 24 of them stood against 65 to 76 sampled Set-N pairs. At 8174853 they held Set-G on
+dev and gave back most of the Set-N gain (seed 2's Set-N adjectives went back to the masculine): the policy moved
+along one line between the neutral and the gendered form. ``setn_k8_p128_twins24_form`` draws its 24 anchors from the Set-G twins of the
 round's own templated Set-N pairs instead (``anchor_twins``): "she said" beside "they said", the same sentence
 otherwise, so the source's gender cue is all the sampled pair and its anchor differ in. Added after that record,
 not yet run."""
@@ -303,9 +303,14 @@ def paired(results: Path, sft: str, aligned: str, origin: str | None = None) -> 
     for key, metric in TESTS.items():
         result = paired_bootstrap(of_origin(row_values(models[sft], metric, None)),
                                   of_origin(row_values(models[aligned], metric, None)))
-        out[key] = None if result is None else {"delta": result.delta, "ci": [result.lo, result.hi],
-                                                "p": result.p_value, "n": result.n_pairs}
+        out[key] = bootstrap_record(result)
     return out
+
+
+def bootstrap_record(result: Any) -> dict[str, Any] | None:
+    """A paired bootstrap's result as the record keeps it: difference, 95% CI, p-value, pairs (None: no pairs)."""
+    return None if result is None else {"delta": result.delta, "ci": [result.lo, result.hi], "p": result.p_value,
+                                        "n": result.n_pairs}
 
 
 def adjective_forms(results: Path, entries: dict[str, Any], sft: str, aligned: str) -> dict[str, Any]:
@@ -318,8 +323,7 @@ def adjective_forms(results: Path, entries: dict[str, Any], sft: str, aligned: s
     out: dict[str, Any] = {"sft": summary(found[sft]), "aligned": summary(found[aligned]), "paired": {}}
     for set_name in RIGHT_FORM:
         result = paired_bootstrap(right_form_values(found[sft], set_name), right_form_values(found[aligned], set_name))
-        out["paired"][set_name] = None if result is None else {"delta": result.delta, "ci": [result.lo, result.hi],
-                                                               "p": result.p_value, "n": result.n_pairs}
+        out["paired"][set_name] = bootstrap_record(result)
     return out
 
 
