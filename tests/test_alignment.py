@@ -102,7 +102,8 @@ def test_adjective_form_sees_the_gendered_adjective_a_small_judge_calls_neutral(
     assert reward(TPL_N, "«Nel mio lavoro di ingegneria, sono una persona curiosa», dissi.") == 1.0
     assert reward(TPL_N, "«Sono curiosità», dissi.") == 1.0, "whole words only"
     assert reward(TPL_G, "«Come ingegnera, sono curiosa», disse.") == 1.0
-    assert reward(TPL_G, "«Come ingegnera, sono una persona curiosa», disse.") == 1.0, "neutral: not a contradiction"
+    assert reward(TPL_G, "«Come ingegnera, sono una persona curiosa», disse.") == 0.0, "neutral: not her gender"
+    assert reward(replace(TPL_G, gender=None), "«Come ingegnere, sono curioso», disse.") == 1.0, "no stated gender"
     assert reward(TPL_G, "«Come ingegnere, sono curioso», disse.") == 0.0, "the other gender contradicts the source"
     epicene = replace(TPL_N, meta={**TEMPLATED_META, "gender_marked": "false"})
     assert reward(epicene, "«Sono curiosa», dissi.") == 1.0, "no forms to read: constant, never ranks samples"
@@ -280,7 +281,7 @@ def test_prompt_sets_sample_the_asked_sets_alone_and_the_default_keeps_finished_
     # rounds finished before the key existed recorded a settings key without it: the default must keep that key
     older = {k: v for k, v in asdict(every).items()
              if k not in ("rounds", "progress", "pairs_only", "cache_dir", "prompt_split", "prompt_sets",
-                          "anchor_pairs", "anchor_twins")}
+                          "anchor_pairs", "anchor_twins", "sample_twins")}
     assert every.settings_key() == hash_json(older)
 
 
@@ -339,6 +340,39 @@ def test_twin_anchors_are_the_set_g_twins_of_the_rounds_own_templated_pairs(
     assert len(anchors) == min(6, len(onpolicy.twins_of(onpolicy.anchor_prompts(twins), paired)))
     plain = read_jsonl(run_onpolicy(drawn, say=lambda _msg: None) / "dpo" / "train.jsonl")
     assert len([r for r in plain if r.get("anchor")]) == 6, "the plain draw takes its six from the whole split"
+
+
+def test_sampled_twins_are_the_set_g_twins_of_the_rounds_templated_set_n_prompts(
+        tmp_path: Path, eval_tiny_run: Path, training_data_dir: Path, monkeypatch) -> None:
+    """With sample_twins a Set-N round also samples, scores and pairs the Set-G twin (same language and template
+    pair) of each templated Set-N prompt it drew, and nothing else; counted apart; the option changes the key and
+    needs Set-N prompts to twin."""
+    import gnt.alignment.onpolicy as onpolicy
+
+    monkeypatch.setattr(onpolicy, "sample_round", _scripted)
+    drawn = _config(tmp_path / "drawn", eval_tiny_run, training_data_dir, prompt_sets=("Set-N",), pairs_only=True,
+                    prompts_per_round=24)
+    twinned = replace(drawn, output_dir=str(tmp_path / "twinned" / "onpolicy"), sample_twins=True)
+    assert twinned.settings_key() != drawn.settings_key()
+    with pytest.raises(RecipeError, match="sample_twins .* needs templated: true and Set-N in prompt_sets"):
+        replace(twinned, prompt_sets=("Set-G",)).validate()
+    pairs = run_onpolicy(twinned, say=lambda _msg: None)
+    sampled = {(r["lang"], r["id"], r["set"]) for r in read_jsonl(pairs / "samples.jsonl")}
+    plain = {(r["lang"], r["id"], r["set"]) for r in
+             read_jsonl(run_onpolicy(drawn, say=lambda _msg: None) / "samples.jsonl")}
+    assert {key for key in sampled if key[2] == "Set-N"} == plain, "the same Set-N draw"
+    by_key = {(p.entry.lang, p.entry.id): p.entry for p in onpolicy.set_g_prompts(twinned)}
+    entries = {(p.entry.lang, p.entry.id): p.entry for p in onpolicy.sampled_prompts(drawn)}
+    templated = {(lang, entries[(lang, id_)].meta["pair_id"]) for lang, id_, _ in plain
+                 if entries[(lang, id_)].origin == "templated"}
+    twins = {(lang, id_) for lang, id_, set_name in sampled if set_name == "Set-G"}
+    assert templated and twins, "the fixture's draw holds templated Set-N prompts with twins"
+    assert {(lang, by_key[(lang, id_)].meta["pair_id"]) for lang, id_ in twins} == templated
+    assert all(by_key[key].gender in ("M", "F") for key in twins)
+    rows = read_jsonl(pairs / "dpo" / "train.jsonl")
+    assert {r["set"] for r in rows} == {"Set-N", "Set-G"}, "the twins' own samples are paired"
+    counts = read_json(tmp_path / "twinned" / "onpolicy" / "onpolicy.json")["rounds"]["1"]["counts"]
+    assert counts["twin_prompts"] == len(twins) and counts["prompts"] == len(plain) + len(twins)
 
 
 def _scripted(config, prompts, policy, round_number, cache):

@@ -5,7 +5,8 @@ here are the model's own outputs. A round:
 
 1. **samples** ``samples_per_prompt`` outputs per prompt of ``prompt_split`` (the SFT training sources, or the
    align side a build kept out of SFT; the entries of ``prompt_sets``) from the current policy (the SFT adapter in
-   round 1, then each round's result), at ``temperature``, constrained to the grid's output format, through the
+   round 1, then each round's result; with ``sample_twins`` also the Set-G twins of its templated Set-N prompts,
+   "she said" beside "they said"), at ``temperature``, constrained to the grid's output format, through the
    generation backends and the generation cache (a rerun samples nothing twice);
 2. **scores** every sample with the GNT rewards (:mod:`gnt.alignment.rewards`: label, the judge's verdict,
    adequacy), the judge's verdicts through its cache;
@@ -123,6 +124,10 @@ class OnPolicyConfig(BackendSettings):
         "help": "draw the anchors from the Set-G twins (the same template pair) of the round's templated Set-N "
                 "prompts that gave a pair: \"she said\" beside \"they said\", so the source's gender cue is "
                 "all the sampled pair and its anchor differ in (at most anchor_pairs of them)"})
+    sample_twins: bool = field(default=False, metadata={
+        "help": "also sample the Set-G twins (the same template pair) of the round's templated Set-N prompts, "
+                "ranked by the same rewards: the policy's own \"she said\" outputs beside its \"they said\" "
+                "ones, so a neutral form written for a stated gender loses its pair where the sample shows it"})
     prompt_split: str = field(default="train", metadata={
         "choices": tuple(PROMPT_FILES), "help": "which sources to sample: train (those SFT was fitted to) or align "
                                                 "(kept out of SFT by data/build.py align_fraction)"})
@@ -147,6 +152,10 @@ class OnPolicyConfig(BackendSettings):
             raise RecipeError(f"anchor_pairs must be >= 0 (got {self.anchor_pairs})")
         if self.anchor_twins and not self.anchor_pairs:
             raise RecipeError("anchor_twins draws the anchors: set anchor_pairs to how many (got 0)")
+        if self.sample_twins and not (self.templated and "Set-N" in self.prompt_sets):
+            raise RecipeError("sample_twins samples the Set-G twins of the round's templated Set-N prompts: it needs "
+                              f"templated: true and Set-N in prompt_sets (got templated={self.templated}, "
+                              f"prompt_sets={','.join(self.prompt_sets)})")
         if self.prompts_per_round is not None and self.prompts_per_round < 1:
             raise RecipeError(f"prompts_per_round must be >= 1 or null (got {self.prompts_per_round})")
         if not 0 < self.temperature <= 2 or not 0 < self.top_p <= 1:
@@ -172,8 +181,9 @@ class OnPolicyConfig(BackendSettings):
             del values["prompt_split"]
         if not values["anchor_pairs"]:  # no anchors (the default) keeps the key of rounds made before them
             del values["anchor_pairs"]
-        if not values["anchor_twins"]:  # and so does the default draw of anchors
-            del values["anchor_twins"]
+        for default_off in ("anchor_twins", "sample_twins"):  # and so do the options that are off by default
+            if not values[default_off]:
+                del values[default_off]
         sets = sorted(set(values.pop("prompt_sets")))
         if sets != sorted(SETS):  # both sets (in any order) is the default, and keeps the key as it was too
             values["prompt_sets"] = sets
@@ -229,11 +239,25 @@ def sampled_prompts(config: OnPolicyConfig) -> list[Prompt]:
     return kept
 
 
+def set_g_prompts(config: OnPolicyConfig) -> list[Prompt]:
+    """The Set-G entries of the split (whatever ``prompt_sets`` samples): where anchors and sampled twins come
+    from."""
+    prompts = training_prompts(Path(config.data_dir or ""), config.templated, config.prompt_split)
+    return [p for p in prompts if p.entry.set == "Set-G"]
+
+
 def anchor_prompts(config: OnPolicyConfig) -> list[Prompt]:
     """The Set-G entries of the split with a neutral reference differing from Ref-G: what anchor pairs are drawn
-    from (whatever ``prompt_sets`` samples)."""
-    prompts = training_prompts(Path(config.data_dir or ""), config.templated, config.prompt_split)
-    return [p for p in prompts if p.entry.set == "Set-G" and p.entry.ref_n and p.entry.ref_n[0] != p.entry.ref_g]
+    from."""
+    return [p for p in set_g_prompts(config) if p.entry.ref_n and p.entry.ref_n[0] != p.entry.ref_g]
+
+
+def with_sampled_twins(config: OnPolicyConfig, chosen: list[Prompt]) -> list[Prompt]:
+    """The round's prompts followed by the Set-G twins of its templated Set-N ones not already among them."""
+    have = {(p.entry.lang, p.entry.id) for p in chosen}
+    twins = [p for p in twins_of(set_g_prompts(config), [p for p in chosen if p.entry.set == "Set-N"])
+             if (p.entry.lang, p.entry.id) not in have]
+    return chosen + twins
 
 
 def twins_of(pool: list[Prompt], prompts: list[Prompt]) -> list[Prompt]:
@@ -276,6 +300,7 @@ class RoundCounts:
     extraction_errors: int = 0
     judge_errors: int = 0
     anchors: int = 0
+    twin_prompts: int = 0
     rewards_mean: dict[str, float] = field(default_factory=dict)
 
 
@@ -463,6 +488,9 @@ def run_round(config: OnPolicyConfig, prompts: list[Prompt], policy: str, round_
     out = Path(config.output_dir or "")
     pairs_dir, run_dir = out / f"pairs-round-{round_number}", out / f"round-{round_number}"
     chosen = chosen_prompts(prompts, config.prompts_per_round, config.seed + round_number)
+    drawn = len(chosen)
+    if config.sample_twins:
+        chosen = with_sampled_twins(config, chosen)
     say(f"round {round_number}: {config.samples_per_prompt} samples for each of {len(chosen)} prompts from {policy}")
     cache = Path(config.cache_dir) if config.cache_dir else out / "cache"
     texts = sample_round(config, chosen, policy, round_number, cache / "generations.jsonl")
@@ -487,6 +515,7 @@ def run_round(config: OnPolicyConfig, prompts: list[Prompt], policy: str, round_
         anchors = chosen_prompts(pool, config.anchor_pairs, f"anchors|{config.seed}|{round_number}")
         rows += [anchor_row(prompt, round_number) for prompt in anchors]
         counts.anchors = len(anchors)
+    counts.twin_prompts = len(chosen) - drawn
     sample_rows = [{"id": s.sample.entry.id, "lang": s.sample.entry.lang, "set": s.sample.entry.set,
                     "text": s.sample.text, **s.to_record()} for s in scored]
     info = {"round": round_number, "policy": str(Path(policy).resolve()), "counts": asdict(counts),

@@ -18,7 +18,8 @@ reward reads it against the entry; all but the two chrF++ grades return 1.0 (ear
   to the gendered reference's wording earns its grade from it (docs/alignment.md has one read from a bench pair);
   this one grades only against the form the source asks for.
 - :func:`adjective_form_reward`: on templated entries with a gender-marked adjective, the templated suite's
-  classifier finds no adjective form the set rules out (the lexicon's forms, which the entry carries). It sees what a small judge
+  classifier finds no adjective form the set rules out (Set-N: either gender's; Set-G: any but the stated
+  gender's; the lexicon's forms, which the entry carries). It sees what a small judge
   misses: a rewritten noun followed by a gendered adjective ("Nel mio lavoro di ingegneria, sono curiosa").
 
 An output with an extraction error earns nothing from any reward. A sample's total is the weighted sum of the
@@ -95,14 +96,18 @@ def target_chrf_reward(sample: Sample) -> float:
 
 
 def ruled_out_forms(entry: Entry) -> tuple[str, ...]:
-    """The adjective classes (M, F) a translation of a templated entry must not show: Set-N rules out both, Set-G
-    the other gender's. Nothing for an mGeNTE entry or an epicene adjective (its forms are one)."""
+    """The adjective classes a translation of a templated entry must not show: Set-N rules out M and F; Set-G every
+    form but the stated gender's (the other gender and the neutral one: GNT counts a Set-G translation right only
+    in the referent's gender, and "soy una persona nerviosa" for "she confessed" is the neutral rewrite spread to a
+    source that genders its speaker). Nothing for an mGeNTE entry, an epicene adjective (its forms are one) or a
+    Set-G entry without a stated gender."""
     if not gender_marked(entry):
         return ()
     if entry.set == "Set-N":
         return ("M", "F")
-    other = {"M": "F", "F": "M"}.get(entry.gender or "")
-    return (other,) if other else ()
+    if entry.gender not in ("M", "F"):
+        return ()
+    return tuple(form for form in ("M", "F", "N") if form != entry.gender)
 
 
 def adjective_form_reward(sample: Sample) -> float:
