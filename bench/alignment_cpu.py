@@ -102,6 +102,9 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "setn_k8_p128_twins24_form": ("samples_per_prompt=8", "prompt_sets=Set-N", "prompts_per_round=128",
                                   "anchor_pairs=24", "anchor_twins=true", "dpo.max_steps=22", "dpo.save_steps=22",
                                   "rewards.adjective_form=1.0"),
+    "setn_k8_p128_anchor24_form_sampled_twins": ("samples_per_prompt=8", "prompt_sets=Set-N", "prompts_per_round=128",
+                                                 "anchor_pairs=24", "sample_twins=true", "dpo.max_steps=30",
+                                                 "dpo.save_steps=30", "rewards.adjective_form=1.0"),
     "align15_k4": ("prompt_split=align",),
     "mgente_k8": ("templated=false", "samples_per_prompt=8"),
     "mgente_k8_r2": ("templated=false", "samples_per_prompt=8", "rounds=2"),
@@ -178,9 +181,14 @@ nerviosa" over Ref-N), and 24 of them stood against 65 to 76 sampled Set-N pairs
 dev and gave back most of the Set-N gain (seed 2's Set-N adjectives went back to the masculine): the policy moved
 along one line between the neutral and the gendered form. ``setn_k8_p128_twins24_form`` draws its 24 anchors from the Set-G twins of the
 round's own templated Set-N pairs instead (``anchor_twins``): "she said" beside "they said", the same sentence
-otherwise, so the source's gender cue is all the sampled pair and its anchor differ in. Added after that record,
-not yet run."""
-TRIED_NOW = ["setn_k8_p128_anchor24_form", "setn_k8_p128_twins24_form"]
+otherwise, so the source's gender cue is all the sampled pair and its anchor differ in. At e9a61dc (run, not
+recorded: its record would have dropped the 48-anchor variant's dev readings the docs cite) it lowered Set-N on dev
+in one seed and gave no Set-N or classifier gain: reference anchors, whichever are drawn, pull the other way.
+``setn_k8_p128_anchor24_form_sampled_twins`` is the chosen variant plus the policy's own samples of those twins
+(``sample_twins``: about 100 Set-G prompts per seed beside the 128 Set-N ones, ranked by the same rewards, where
+``adjective_form`` now rules out the neutral form for a stated gender too), 30 steps for the larger round: the
+spill shows in the policy's own "she said" outputs, where an anchor only shows the reference."""
+TRIED_NOW = ["setn_k8_p128_anchor24_form", "setn_k8_p128_twins24_form", "setn_k8_p128_anchor24_form_sampled_twins"]
 TESTS = {"gnt_n_adequate": ("gnt_accuracy_adequate", "Set-N"), "gnt_g_adequate": ("gnt_accuracy_adequate", "Set-G"),
          "label_bal": ("label_balanced_accuracy", None),
          "chrf": ("chrf", None), "label_g": ("label_accuracy", "Set-G"), "label_n": ("label_accuracy", "Set-N")}
@@ -267,7 +275,9 @@ def earlier_runs(path: Path) -> list[dict[str, Any]]:
            "dev_mean_delta": figures.get("dev_mean_delta"),
            "dev_mean_delta_by_origin": figures.get("dev_mean_delta_by_origin"), "chosen": figures.get("chosen"),
            "alignment_earned_on_dev": figures.get("alignment_earned_on_dev"),
-           "test_delta_mean_sd": figures.get("test_delta_mean_sd"), "goals_met": figures.get("goals_met")}
+           "test_delta_mean_sd": figures.get("test_delta_mean_sd"), "goals_met": figures.get("goals_met"),
+           "dev_adjective_forms_mean_delta": figures.get("dev_adjective_forms_mean_delta"),
+           "test_adjective_forms_delta_mean_sd": figures.get("test_adjective_forms_delta_mean_sd")}
     return [*figures.get("earlier", []), run]
 
 
