@@ -24,7 +24,7 @@ seed. This runs, on 2 CPU cores with Gemma 3 270M (the demo's model and data):
    test rows alone could not tell a gain of two rows from noise. A variant on another build is also
    compared with the demo's SFT (``paired_vs_demo_sft``): its SFT start learnt from fewer sources, and the
    demo would adopt it only if the pair beats the SFT it trains now. The templated test rows with a gender-marked
-   adjective are also read without the judge (``adjective_forms``, gnt.alignment.adjective_readings): the form the
+   adjective are also read without the judge (``adjective_forms``, gnt.report.adjective_forms): the form the
    templated suite's classifier finds, per stage, with a paired bootstrap of the right form's share; the dev rows
    of every variant too (``dev_adjective_forms_mean_delta``), beside the judge's figures the choice reads. The judge
    is a 270M model with known blind spots on those rows; the lexicon forms are not in doubt.
@@ -54,7 +54,6 @@ from typing import Any
 
 from record import bench_command, conclude, module_at
 
-from gnt.alignment.adjective_readings import RIGHT_FORM, read_entries, readings, right_form_values, summary
 from gnt.alignment.stage_choice import (
     ORIGINS,
     StageRule,
@@ -68,6 +67,7 @@ from gnt.alignment.stage_choice import (
 from gnt.cli.command import Call
 from gnt.evaluation.discovery import adapter_name
 from gnt.io import read_json
+from gnt.report.adjective_forms import RIGHT_FORM, paired_forms, read_entries, readings, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = module_at(ROOT / "scripts" / "demo.py", "gnt_demo").MODELS["gemma"].build
@@ -325,16 +325,12 @@ def bootstrap_record(result: Any) -> dict[str, Any] | None:
 
 def adjective_forms(results: Path, entries: dict[str, Any], sft: str, aligned: str) -> dict[str, Any]:
     """The judge-free reading of the templated test rows with a gender-marked adjective
-    (gnt.alignment.adjective_readings): per stage, the adjective's forms per set, and aligned minus SFT in the share
+    (gnt.report.adjective_forms): per stage, the adjective's forms per set, and aligned minus SFT in the share
     of rows whose adjective takes the right form (Set-N: neutral; Set-G: the stated gender), paired bootstrap."""
-    from gnt.report.significance import paired_bootstrap
-
     found = readings(results, entries)
-    out: dict[str, Any] = {"sft": summary(found[sft]), "aligned": summary(found[aligned]), "paired": {}}
-    for set_name in RIGHT_FORM:
-        result = paired_bootstrap(right_form_values(found[sft], set_name), right_form_values(found[aligned], set_name))
-        out["paired"][set_name] = bootstrap_record(result)
-    return out
+    return {"sft": summary(found[sft]), "aligned": summary(found[aligned]),
+            "paired": {set_name: bootstrap_record(result)
+                       for set_name, result in paired_forms(found[sft], found[aligned]).items()}}
 
 
 def mean_form_delta(by_seed: dict[str, Any]) -> dict[str, float | None]:

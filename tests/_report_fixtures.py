@@ -76,6 +76,7 @@ def make_results(
     langs: tuple[str, ...] = LANGS,
     xcomet: bool = False,
     rewrite: Callable[[dict], dict] | None = None,
+    rows: dict | None = None,
 ) -> Path:
     """Write ``summary.json`` and base + checkpoint folders under ``out``; returns ``out``.
 
@@ -83,7 +84,8 @@ def make_results(
     stays whole: a test that edited the file afterwards would see the model left out as damaged).
 
     With ``judge`` the folders hold a judge part (judgments and the judge's metrics); with ``xcomet`` an xCOMET
-    part computed by the xCOMET module's own functions.
+    part computed by the xCOMET module's own functions. ``rows`` is what every evaluation record says of the rows
+    it scored (the sweep's ``rows``: data build, files and their hashes).
     """
     from gnt.bootstrap import BootstrapSettings
     from gnt.evaluation.metrics import compute_sections, grid_metrics
@@ -142,6 +144,8 @@ def make_results(
             "run_record": {} if step is None or run_dir is None else {  # as the sweep embeds the checkpoint's
                 **_json_or_empty(run_dir / f"checkpoint-{step}" / "gnt_run.json"), "stage": stage, "seed": 42},
         }
+        if rows is not None:
+            record["rows"] = rows
         bootstrap = BootstrapSettings(200, 0)
         if rewrite is not None:
             records = [rewrite(dict(r)) for r in records]

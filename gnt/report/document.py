@@ -22,6 +22,7 @@ from typing import Any
 
 from gnt.bootstrap import DEFAULT, BootstrapSettings
 from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD
+from gnt.report.adjective_forms import adjective_form_blocks
 from gnt.report.blocks import Block, Bullets, Details, Document, Heading, Image, Para, Pre, Table
 from gnt.report.collect import ModelResult, Results, row_key
 from gnt.report.config import ReportConfig
@@ -787,6 +788,7 @@ def compose(results: Results, out_dir: str | Path, config: ReportConfig) -> Docu
     if config.bootstrap_samples:
         bootstrap = dataclasses.replace(bootstrap, bootstrap_samples=config.bootstrap_samples)
     blocks += _headline_section(results, bootstrap, data)
+    blocks += adjective_form_blocks(results, data)
     blocks += _stage_choice_section(config.stage_choice, data)
     blocks += _figure_section(results, figures)
     blocks += _templated_section(results, figures_dir, data)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gnt.alignment.adjective_readings import read_entries, readings, right_form_values, summary
+import pytest
+
 from gnt.data.entry import Entry
+from gnt.io import read_json, sha256_file
+from gnt.report.adjective_forms import read_entries, readings, right_form_values, summary
 
 FORMS = {"gender_marked": "true", "form_m": "curioso", "form_f": "curiosa", "form_n": "una persona curiosa"}
 SET_N_TEXT = ["«Sono una persona curiosa», dissi.", "«Sono curiosa», dissi.", "«Sono Curioso», dissi.",
@@ -75,3 +78,35 @@ def test_entries_are_read_back_as_the_build_writes_them(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(e.to_record()) + "\n" for e in entries.values()) + "\n", encoding="utf-8")
     assert read_entries(path) == entries
     assert all(read_entries(path)[k].meta == e.meta for k, e in entries.items())
+
+
+def test_the_report_reads_the_forms_beside_the_judge_and_each_checkpoint_against_the_one_before(
+        tmp_path: Path) -> None:
+    """The report finds the templated build file its records name, shows each model's forms and the checkpoint
+    against the base (the one Set-N row of four that turned neutral: +25 points); a build file changed since the
+    evaluation is named, and nothing is read from it."""
+    from _report_fixtures import make_results
+
+    from gnt.report import build_report
+    from gnt.report.config import ReportConfig
+
+    path = tmp_path / "data" / "eval" / "templated_test.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(e.to_record()) + "\n" for e in _entries().values()), encoding="utf-8")
+    out = make_results(tmp_path / "res", steps=(4,), rows_per_set=4, langs=("it",), rewrite=_rewrite,
+                       rows={"files": {str(path): sha256_file(path)}})
+    report = build_report(out, ReportConfig(out_dir=str(tmp_path / "report"), bootstrap_samples=200))
+    data = read_json(report.with_name("report_data.json"))
+    forms = data["adjective_forms"]
+    assert forms["base"]["Set-N"]["right_form_share"] == 1 / 4 and forms["base"]["Set-G"]["right_form_share"] == 1 / 3
+    assert forms["sft/checkpoint-4"]["Set-N"]["right_form_share"] == 2 / 4
+    paired = {(p["model"], p["against"], p["set"]): p for p in data["adjective_forms_paired"]}
+    assert paired[("sft/checkpoint-4", "base", "Set-N")]["delta"] == pytest.approx(0.25)
+    assert paired[("sft/checkpoint-4", "base", "Set-G")]["delta"] == 0 and len(paired) == 2
+    text = report.read_text(encoding="utf-8")
+    assert "Templated rows read without the judge" in text and "| sft/checkpoint-4 | 12 | 50.0 |" in text
+
+    path.write_text(path.read_text(encoding="utf-8").replace("curiosa", "curiosissima"), encoding="utf-8")
+    changed = build_report(out, ReportConfig(out_dir=str(tmp_path / "again"), bootstrap_samples=200))
+    assert f"Not read: {path} is missing or changed since the evaluation" in changed.read_text(encoding="utf-8")
+    assert "adjective_forms" not in read_json(changed.with_name("report_data.json"))
