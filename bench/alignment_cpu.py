@@ -37,9 +37,9 @@ Every variant tried is kept in the record with its settings, seeds and dev figur
 From a clean clone on 2 cores (the 2a0dcfe run's own run records): the judge's training about 14 minutes, then per
 seed its SFT about 11, sampling about 7, the two variants' DPO about 5 and their dev scoring about 4, and the test
 scoring of the chosen variant about 7 per seed. At 56877e5 (one variant, 128 prompts) sampling took about 16
-minutes per seed and DPO about 6; the whole run 2 h 23 min. Its second variant in :data:`TRIED_NOW` adds a DPO and a
-dev scoring per seed (about 9 minutes each, estimated from those). A rerun reuses every finished run and cached
-generation.
+minutes per seed and DPO about 6; the whole run 2 h 23 min. At 807b872, with the judge, SFT and two variants' runs
+found finished, the sampled-twins variant's rounds (about 100 more prompts sampled per seed, 30 DPO steps) and the
+dev scoring took 61 minutes. A rerun reuses every finished run and cached generation.
 """
 
 from __future__ import annotations
@@ -183,11 +183,13 @@ along one line between the neutral and the gendered form. ``setn_k8_p128_twins24
 round's own templated Set-N pairs instead (``anchor_twins``): "she said" beside "they said", the same sentence
 otherwise, so the source's gender cue is all the sampled pair and its anchor differ in. At e9a61dc (run, not
 recorded: its record would have dropped the 48-anchor variant's dev readings the docs cite) it lowered Set-N on dev
-in one seed and gave no Set-N or classifier gain: reference anchors, whichever are drawn, pull the other way.
+in one seed and gave no Set-N or classifier gain (recorded at 807b872).
 ``setn_k8_p128_anchor24_form_sampled_twins`` is the chosen variant plus the policy's own samples of those twins
 (``sample_twins``: about 100 Set-G prompts per seed beside the 128 Set-N ones, ranked by the same rewards, where
 ``adjective_form`` now rules out the neutral form for a stated gender too), 30 steps for the larger round: the
-spill shows in the policy's own "she said" outputs, where an anchor only shows the reference."""
+spill shows in the policy's own "she said" outputs, where an anchor only shows the reference. At 807b872 both twin
+variants gave Set-G more and Set-N less than the form reward alone, on dev, by the judge and the classifier alike;
+the form variant stays chosen."""
 TRIED_NOW = ["setn_k8_p128_anchor24_form", "setn_k8_p128_twins24_form", "setn_k8_p128_anchor24_form_sampled_twins"]
 TESTS = {"gnt_n_adequate": ("gnt_accuracy_adequate", "Set-N"), "gnt_g_adequate": ("gnt_accuracy_adequate", "Set-G"),
          "label_bal": ("label_balanced_accuracy", None),
