@@ -80,7 +80,7 @@ def test_entries_are_read_back_as_the_build_writes_them(tmp_path: Path) -> None:
     assert all(read_entries(path)[k].meta == e.meta for k, e in entries.items())
 
 
-def test_the_report_reads_the_forms_beside_the_judge_and_each_checkpoint_against_the_one_before(
+def test_the_report_reads_the_forms_beside_the_judge_and_each_checkpoint_against_the_base(
         tmp_path: Path) -> None:
     """The report finds the templated build file its records name, shows each model's forms and the checkpoint
     against the base (the one Set-N row of four that turned neutral: +25 points); a build file changed since the
@@ -93,7 +93,7 @@ def test_the_report_reads_the_forms_beside_the_judge_and_each_checkpoint_against
     path = tmp_path / "data" / "eval" / "templated_test.jsonl"
     path.parent.mkdir(parents=True)
     path.write_text("".join(json.dumps(e.to_record()) + "\n" for e in _entries().values()), encoding="utf-8")
-    out = make_results(tmp_path / "res", steps=(4,), rows_per_set=4, langs=("it",), rewrite=_rewrite,
+    out = make_results(tmp_path / "res", steps=(4, 8), rows_per_set=4, langs=("it",), rewrite=_rewrite,
                        rows={"files": {str(path): sha256_file(path)}})
     report = build_report(out, ReportConfig(out_dir=str(tmp_path / "report"), bootstrap_samples=200))
     data = read_json(report.with_name("report_data.json"))
@@ -102,7 +102,8 @@ def test_the_report_reads_the_forms_beside_the_judge_and_each_checkpoint_against
     assert forms["sft/checkpoint-4"]["Set-N"]["right_form_share"] == 2 / 4
     paired = {(p["model"], p["against"], p["set"]): p for p in data["adjective_forms_paired"]}
     assert paired[("sft/checkpoint-4", "base", "Set-N")]["delta"] == pytest.approx(0.25)
-    assert paired[("sft/checkpoint-4", "base", "Set-G")]["delta"] == 0 and len(paired) == 2
+    assert paired[("sft/checkpoint-4", "base", "Set-G")]["delta"] == 0 and len(paired) == 4, "both against the base"
+    assert paired[("sft/checkpoint-8", "base", "Set-N")]["delta"] == pytest.approx(0.25)
     text = report.read_text(encoding="utf-8")
     assert "Templated rows read without the judge" in text and "| sft/checkpoint-4 | 12 | 50.0 |" in text
 

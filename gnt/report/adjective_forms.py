@@ -134,7 +134,8 @@ def _share(value: float | None) -> str:
 def adjective_form_blocks(results: Results, data: dict) -> list[Block]:
     """The report's section: per model, the forms the classifier reads on the gender-marked templated rows (Set-N:
     the neutral form is right; Set-G: the stated gender's), with the Set-N outputs the judge called NEUTRAL
-    whose adjective is gendered; and each checkpoint against the model before it, paired, Holm-adjusted."""
+    whose adjective is gendered; and each model against the base (without one, the first model listed: the
+    earliest stage), paired, Holm-adjusted."""
     entries, notes = templated_entries(results)
     if not entries:
         return [Heading(3, "Templated rows read without the judge"), *(Para(f"Not read: {n}.", "note") for n in notes)
@@ -165,9 +166,9 @@ def adjective_form_blocks(results: Results, data: dict) -> list[Block]:
               name="adjective-forms"),
         *(Para(f"Not read: {n}.", "note") for n in notes),
     ]
-    tests = [(before.name, after.name, set_name, result)
-             for before, after in zip(shown, shown[1:], strict=False)
-             for set_name, result in paired_forms(found[before.name], found[after.name]).items() if result]
+    reference = results.base if results.base in shown else shown[0]
+    tests = [(reference.name, after.name, set_name, result) for after in shown if after is not reference
+             for set_name, result in paired_forms(found[reference.name], found[after.name]).items() if result]
     if not tests:
         return blocks
     adjusted = holm([t[3].p_value for t in tests])
@@ -180,6 +181,7 @@ def adjective_form_blocks(results: Results, data: dict) -> list[Block]:
                                                "delta": result.delta, "ci": [result.lo, result.hi],
                                                "p": result.p_value, "p_adjusted": p_adj, "n": result.n_pairs})
     return blocks + [Table(["model", "against", "set", "right form, difference (points, 95% CI)", "outputs"], rows,
-                           "Each model against the one before it, paired over the rows both have (▲ a significant "
-                           f"rise, ▼ a fall; Holm-adjusted over the table, α = {results.alpha:g}).",
+                           f"Each model against {reference.name} (the base model, or without one the first "
+                           "model listed), paired over the rows both have (▲ a significant rise, ▼ a fall; "
+                           f"Holm-adjusted over the table, α = {results.alpha:g}).",
                            name="adjective-forms-paired")]
