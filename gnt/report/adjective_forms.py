@@ -166,7 +166,7 @@ def adjective_form_blocks(results: Results, data: dict) -> list[Block]:
               name="adjective-forms"),
         *(Para(f"Not read: {n}.", "note") for n in notes),
     ]
-    reference = results.base if results.base in shown else shown[0]
+    reference = next((m for m in shown if m is results.base), shown[0])
     tests = [(reference.name, after.name, set_name, result) for after in shown if after is not reference
              for set_name, result in paired_forms(found[reference.name], found[after.name]).items() if result]
     if not tests:
@@ -180,7 +180,7 @@ def adjective_form_blocks(results: Results, data: dict) -> list[Block]:
         data["adjective_forms_paired"].append({"model": after, "against": before, "set": set_name,
                                                "delta": result.delta, "ci": [result.lo, result.hi],
                                                "p": result.p_value, "p_adjusted": p_adj, "n": result.n_pairs})
-    return blocks + [Table(["model", "against", "set", "right form, difference (points, 95% CI)", "outputs"], rows,
+    return blocks + [Table(["model", "against", "set", "right form, difference (points, 95% CI)", "pairs"], rows,
                            f"Each model against {reference.name} (the base model, or without one the first "
                            "model listed), paired over the rows both have (▲ a significant rise, ▼ a fall; "
                            f"Holm-adjusted over the table, α = {results.alpha:g}).",
