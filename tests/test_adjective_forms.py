@@ -111,3 +111,30 @@ def test_the_report_reads_the_forms_beside_the_judge_and_each_checkpoint_against
     changed = build_report(out, ReportConfig(out_dir=str(tmp_path / "again"), bootstrap_samples=200))
     assert f"Not read: {path} is missing or changed since the evaluation" in changed.read_text(encoding="utf-8")
     assert "adjective_forms" not in read_json(changed.with_name("report_data.json"))
+
+
+def test_the_stage_choice_section_reads_its_dev_folder_without_the_judge(tmp_path: Path) -> None:
+    """A stage choice names its dev results folder and the two models; the report reads their templated rows there
+    (SFT: base here, aligned: the checkpoint whose one Set-N row of four turned neutral)."""
+    from _report_fixtures import make_results
+
+    from gnt.io import write_json
+    from gnt.report import build_report
+    from gnt.report.config import ReportConfig
+
+    path = tmp_path / "data" / "eval" / "templated_dev.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(e.to_record()) + "\n" for e in _entries().values()), encoding="utf-8")
+    dev = make_results(tmp_path / "dev", steps=(4,), rows_per_set=4, langs=("it",), rewrite=_rewrite,
+                       rows={"files": {str(path): sha256_file(path)}})
+    results = make_results(tmp_path / "eval", steps=(4,), rows_per_set=4, langs=("it",))
+    choice = tmp_path / "stage_choice.json"
+    write_json(choice, {"format": "gnt-align/stage-choice/1", "results": str(dev), "final": "aligned",
+                        "models": {"sft": "base", "aligned": "sft/checkpoint-4"}})
+    report = build_report(results, ReportConfig(out_dir=str(tmp_path / "report"), bootstrap_samples=200,
+                                                stage_choice=str(choice)))
+    read = read_json(report.with_name("report_data.json"))["stage_choice_adjective_forms"]
+    assert read["sft"]["Set-N"]["right_form_share"] == 1 / 4 and read["aligned"]["Set-N"]["right_form_share"] == 2 / 4
+    assert read["paired"]["Set-N"]["delta"] == pytest.approx(0.25) and read["paired"]["Set-G"]["delta"] == 0
+    assert "| Set-N adjective neutral % | 25.0 | 50.0 | +25.0" in report.read_text(encoding="utf-8")
+    assert "adjective_forms" not in read_json(report.with_name("report_data.json")), "the eval folder has none"

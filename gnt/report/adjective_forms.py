@@ -13,7 +13,7 @@ bench records it per seed.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,15 +103,15 @@ def paired_forms(before: Mapping[str, Reading], after: Mapping[str, Reading]) ->
             for set_name in RIGHT_FORM}
 
 
-def templated_entries(results: Results) -> tuple[dict[str, Entry], list[str]]:
-    """The templated build rows the report's models were scored on, read from the files their evaluation records
-    name (``rows.files``), and a note for each file that is gone or changed since (its rows are not read: a reading
+def templated_entries(records: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Entry], list[str]]:
+    """The templated build rows some evaluations were scored on, read from the files their records name
+    (``rows.files``), and a note for each file that is gone or changed since (its rows are not read: a reading
     against other entries would be wrong, not missing)."""
     entries: dict[str, Entry] = {}
     notes: list[str] = []
     files: dict[str, str] = {}
-    for model in results.models:
-        rows = model.record.get("rows")
+    for record in records:
+        rows = record.get("rows")
         for path, digest in (rows.get("files", {}) if isinstance(rows, dict) else {}).items():
             if Path(path).name.startswith("templated_"):
                 files.setdefault(str(path), str(digest))
@@ -121,6 +121,19 @@ def templated_entries(results: Results) -> tuple[dict[str, Entry], list[str]]:
             continue
         entries.update(read_entries(path))
     return entries, notes
+
+
+def folder_records(results_dir: str | Path, names: Iterable[str]) -> list[Mapping[str, Any]]:
+    """The evaluation records of the named models of a results folder (those that have one)."""
+    from gnt.results.model_folder import ModelFolder
+
+    found = []
+    for name in names:
+        try:
+            found.append(ModelFolder(Path(results_dir), name).record())
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def _count(forms: Mapping[str, int], *names: str) -> str:
@@ -136,7 +149,7 @@ def adjective_form_blocks(results: Results, data: dict) -> list[Block]:
     the neutral form is right; Set-G: the stated gender's), with the Set-N outputs the judge called NEUTRAL
     whose adjective is gendered; and each model against the base (without one, the first model listed: the
     earliest stage), paired, Holm-adjusted."""
-    entries, notes = templated_entries(results)
+    entries, notes = templated_entries(m.record for m in results.models)
     if not entries:
         return [Heading(3, "Templated rows read without the judge"), *(Para(f"Not read: {n}.", "note") for n in notes)
                 ] if notes else []
@@ -185,3 +198,38 @@ def adjective_form_blocks(results: Results, data: dict) -> list[Block]:
                            "model listed), paired over the rows both have (▲ a significant rise, ▼ a fall; "
                            f"Holm-adjusted over the table, α = {results.alpha:g}).",
                            name="adjective-forms-paired")]
+
+
+def stage_choice_form_blocks(choice: Mapping[str, Any], data: dict) -> list[Block]:
+    """The stage choice's dev folder read without the judge: SFT and the aligned stage on the gender-marked
+    templated dev rows, paired. The choice itself reads the judge's figures; this is the cross-check a reader
+    wants beside them (a small judge's gain can be its blind spot: a rewritten noun before a gendered adjective)."""
+    results_dir, models = choice.get("results"), choice.get("models") or {}
+    sft, aligned = models.get("sft"), models.get("aligned")
+    if not results_dir or not sft or not aligned or not Path(results_dir).is_dir():
+        return []
+    entries, notes = templated_entries(folder_records(results_dir, (sft, aligned)))
+    if not entries:
+        return [Para(f"Templated dev rows not read: {n}.", "note") for n in notes]
+    found = readings(results_dir, entries)
+    before, after = found.get(sft), found.get(aligned)
+    if not before or not after:
+        return []
+    counts = {"sft": summary(before), "aligned": summary(after)}
+    paired = paired_forms(before, after)
+    titles = {"Set-N": "Set-N adjective neutral %", "Set-G": "Set-G adjective in the stated gender %"}
+    rows, kept = [], {}
+    for set_name, title in titles.items():
+        result = paired[set_name]
+        change = "—" if result is None else (f"{result.delta * 100:+.1f} [{result.lo * 100:+.1f}, "
+                                             f"{result.hi * 100:+.1f}], p={result.p_value:.3f}")
+        rows.append([title, _share(counts["sft"][set_name]["right_form_share"]),
+                     _share(counts["aligned"][set_name]["right_form_share"]), change,
+                     "—" if result is None else str(result.n_pairs)])
+        kept[set_name] = None if result is None else {"delta": result.delta, "ci": [result.lo, result.hi],
+                                                      "p": result.p_value, "n": result.n_pairs}
+    data["stage_choice_adjective_forms"] = {**counts, "paired": kept}
+    return [Table(["templated dev rows, read by the classifier", "SFT", "aligned", "aligned − SFT (95% CI)", "pairs"],
+                  rows, "The dev rows whose adjective has a masculine and a feminine form, read by the templated "
+                  "suite's classifier instead of the judge (the choice reads the judge's figures; this is their "
+                  "cross-check). No form found counts as not right.", name="stage_choice_adjective_forms")]

@@ -22,7 +22,7 @@ from typing import Any
 
 from gnt.bootstrap import DEFAULT, BootstrapSettings
 from gnt.evaluation.adequacy import ADEQUACY_THRESHOLD
-from gnt.report.adjective_forms import adjective_form_blocks
+from gnt.report.adjective_forms import adjective_form_blocks, stage_choice_form_blocks
 from gnt.report.blocks import Block, Bullets, Details, Document, Heading, Image, Para, Pre, Table
 from gnt.report.collect import ModelResult, Results, row_key
 from gnt.report.config import ReportConfig
@@ -771,7 +771,7 @@ def _stage_choice_section(path: str | None, data: dict) -> list[Block]:
                             "Where the Set-N rows the GNT figure misses go: an alignment stage gains only by "
                             "turning inadequate or gendered translations into adequate neutral ones.",
                             name="stage_choice_setn_misses"))
-    return blocks
+    return blocks + stage_choice_form_blocks(choice, data)
 
 
 def compose(results: Results, out_dir: str | Path, config: ReportConfig) -> Document:
