@@ -127,7 +127,7 @@ def folder_records(results_dir: str | Path, names: Iterable[str]) -> list[Mappin
     """The evaluation records of the named models of a results folder (those that have one)."""
     from gnt.results.model_folder import ModelFolder
 
-    found = []
+    found: list[Mapping[str, Any]] = []
     for name in names:
         try:
             found.append(ModelFolder(Path(results_dir), name).record())
