@@ -320,9 +320,8 @@ def paired(results: Path, sft: str, aligned: str, origin: str | None = None) -> 
 
 
 def bootstrap_record(result: Any) -> dict[str, Any] | None:
-    """A paired bootstrap's result as the record keeps it: difference, 95% CI, p-value, pairs (None: no pairs)."""
-    return None if result is None else {"delta": result.delta, "ci": [result.lo, result.hi], "p": result.p_value,
-                                        "n": result.n_pairs}
+    """A paired bootstrap's result as the record keeps it (None: no pairs)."""
+    return None if result is None else result.record()
 
 
 def adjective_forms(results: Path, entries: dict[str, Any], sft: str, aligned: str) -> dict[str, Any]:

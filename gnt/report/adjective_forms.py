@@ -188,11 +188,10 @@ def adjective_form_blocks(results: Results, data: dict) -> list[Block]:
     rows, data["adjective_forms_paired"] = [], []
     for (before, after, set_name, result), p_adj in zip(tests, adjusted, strict=True):
         mark = ("▲" if result.delta > 0 else "▼") if p_adj < results.alpha and result.delta else ""
-        rows.append([after, before, set_name, f"{result.delta * 100:+.1f} [{result.lo * 100:+.1f}, "
-                     f"{result.hi * 100:+.1f}]" + (f" {mark} p={p_adj:.3f}" if mark else ""), str(result.n_pairs)])
+        rows.append([after, before, set_name, result.points() + (f" {mark} p={p_adj:.3f}" if mark else ""),
+                     str(result.n_pairs)])
         data["adjective_forms_paired"].append({"model": after, "against": before, "set": set_name,
-                                               "delta": result.delta, "ci": [result.lo, result.hi],
-                                               "p": result.p_value, "p_adjusted": p_adj, "n": result.n_pairs})
+                                               **result.record(), "p_adjusted": p_adj})
     return blocks + [Table(["model", "against", "set", "right form, difference (points, 95% CI)", "pairs"], rows,
                            f"Each model against {reference.name} (the base model, or without one the first "
                            "model listed), paired over the rows both have (▲ a significant rise, ▼ a fall; "
@@ -221,13 +220,11 @@ def stage_choice_form_blocks(choice: Mapping[str, Any], data: dict) -> list[Bloc
     rows, kept = [], {}
     for set_name, title in titles.items():
         result = paired[set_name]
-        change = "—" if result is None else (f"{result.delta * 100:+.1f} [{result.lo * 100:+.1f}, "
-                                             f"{result.hi * 100:+.1f}], p={result.p_value:.3f}")
+        change = "—" if result is None else f"{result.points()}, p={result.p_value:.3f}"
         rows.append([title, _share(counts["sft"][set_name]["right_form_share"]),
                      _share(counts["aligned"][set_name]["right_form_share"]), change,
                      "—" if result is None else str(result.n_pairs)])
-        kept[set_name] = None if result is None else {"delta": result.delta, "ci": [result.lo, result.hi],
-                                                      "p": result.p_value, "n": result.n_pairs}
+        kept[set_name] = None if result is None else result.record()
     data["stage_choice_adjective_forms"] = {**counts, "paired": kept}
     return [Table(["templated dev rows, read by the classifier", "SFT", "aligned", "aligned − SFT (95% CI)", "pairs"],
                   rows, "The dev rows whose adjective has a masculine and a feminine form, read by the templated "

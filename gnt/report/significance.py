@@ -46,6 +46,14 @@ class PairedResult:
             return ""
         return "▲" if (self.delta > 0) == higher_is_better else "▼"
 
+    def record(self) -> dict[str, Any]:
+        """The result as records and ``report_data.json`` keep it: difference, 95% CI, p-value, pairs."""
+        return {"delta": self.delta, "ci": [self.lo, self.hi], "p": self.p_value, "n": self.n_pairs}
+
+    def points(self) -> str:
+        """The difference and its 95% CI in points (a share × 100), signed: ``+25.0 [+0.0, +75.0]``."""
+        return f"{self.delta * 100:+.1f} [{self.lo * 100:+.1f}, {self.hi * 100:+.1f}]"
+
 
 def _neutral(judgment: Mapping[str, Any] | None) -> bool | None:
     if not judgment or judgment.get("judge_error") or judgment.get("error"):
