@@ -1,6 +1,6 @@
 """The learned judge trained over a float32 base against a bfloat16 one: validation accuracy and training time.
 
-    python bench/judge_dtype.py                       # seeds 42, 1, 2; ~17 + ~12 min per seed on 2 CPU cores
+    python bench/judge_dtype.py                       # seeds 42, 1, 2; ~14 + ~11 min per seed on 2 CPU cores
     python bench/judge_dtype.py seeds=42 out_dir=outputs/bench-judge-dtype
     python bench/judge_dtype.py variants=fp32            # the recipe as it is, over the seeds (no choice made)
 
