@@ -580,7 +580,7 @@ def check_before_sampling(config: OnPolicyConfig) -> dict[str, Any]:
     check_output_folder(out, "onpolicy", "output_dir")  # never a user's folder, nor another kind of run
     dpo_recipe(config, config.policy or "", out / "pairs-round-1", out / "round-1")  # the keys resolve
     state_path = out / STATE
-    state = read_json(state_path) if state_path.is_file() else {"format": FORMAT, "rounds": {}}
+    state: dict[str, Any] = read_json(state_path) if state_path.is_file() else {"format": FORMAT, "rounds": {}}
     finished = {r: v for r, v in state.get("rounds", {}).items() if v.get("status") == "complete"}
     if finished and state.get("settings_key") != config.settings_key():
         differ = settings_differences(state.get("settings") or {}, settings_record(config))
