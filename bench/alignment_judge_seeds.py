@@ -64,7 +64,7 @@ def rejudged(source: Path, target: Path, judge: Path) -> Path:
     again from its own cache: nothing twice)."""
     if not target.is_dir():
         shutil.copytree(source, target, ignore=shutil.ignore_patterns("judgments.jsonl", "judge_validation.json", "*.lock"))
-    run_command(python("eval/judge.py", str(target), JUDGE, f"judge_adapter={judge}", "progress=false"))
+    run_command(python("eval/judge.py", str(target), JUDGE, f"judge_adapter={judge}"))
     return target
 
 
