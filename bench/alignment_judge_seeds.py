@@ -113,7 +113,7 @@ def _run(call: Call) -> int:
         earned = [v for v in variants if not rule.failures(mean[v])]
         per_judge[str(judge_seed)] = {
             "dev_mean_delta": mean, "passes_rule": earned,
-            "would_choose": max(earned or variants, key=lambda v: mean[v]["gnt_n_adequate"]),
+            "would_choose": max(earned or variants, key=lambda v: mean[v]["gnt_n_adequate"] or -1.0),
             "test": test,
             "test_significant_setn_gain": [s for s, t in test.items()
                                            if t["gnt_n_adequate"]["delta"] > 0 and t["gnt_n_adequate"]["p"] < 0.05],
