@@ -13,10 +13,11 @@ alignment bench generated, nothing regenerated:
 2. per judge, on dev: each variant's mean aligned − SFT delta over the seeds and the variant the alignment bench's
    rule would choose (stage rule passed, best mean Set-N GNT gain); on test, per seed: aligned − SFT in Set-N and
    Set-G GNT accuracy (inadequate = wrong), paired bootstrap, as the alignment bench records them;
-3. per judge against the seed-42 one: the share of outputs whose GNT verdict (right or wrong) is the same.
+3. per judge against the first one: the share of the test outputs (SFT and the chosen variant) whose GNT value
+   (right or wrong) is the same.
 
-The judge of seed 42 here is a retraining of the alignment bench's judge at the same commit and build: its figures
-must equal the alignment record's (the check that both read the same outputs the same way).
+The judge of seed 42 here is a retraining of the alignment bench's judge (same recipe, build and seed, a later
+commit): its figures must equal the alignment record's (the check that both read the same outputs the same way).
 
     python bench/alignment_judge_seeds.py align_dir=outputs/bench-align judges_dir=outputs/bench-judge-dtype
 """
