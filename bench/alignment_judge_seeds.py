@@ -7,7 +7,8 @@ that a judge of seed 1 or 2 does not see is the instrument's, not the policy's. 
 alignment bench generated, nothing regenerated:
 
 1. each of the alignment bench's results folders (``dev/seed-S``: SFT and every variant; ``test/seed-S``: SFT and
-   the chosen variant) is copied, its judgment cache left behind, and judged by every judge of
+   the chosen variant) is copied without its judgments, and the models the record compares are judged, through one
+   judgment cache per judge, by every judge of
    ``bench/judge_dtype.py``'s float32 runs (``judge-fp32-J``, the recipe as it trains, seeds 42, 1, 2), which refills
    its GNT figures (``eval/judge.py RESULTS``); label, chrF++ and adequacy do not depend on the judge;
 2. per judge, on dev: each variant's mean aligned − SFT delta over the seeds and the variant the alignment bench's
@@ -60,13 +61,19 @@ class AlignmentJudgeSeedsOptions:
         "help": "the re-judged copies (one per judge, split and seed; kept, so a rerun judges nothing twice)"})
 
 
-def rejudged(source: Path, target: Path, judge: Path) -> Path:
-    """``source`` copied to ``target`` without its judgments, judged by ``judge`` (a copy already there is judged
-    again from its own cache: nothing twice)."""
+def rejudged(source: Path, target: Path, judge: Path, models: list[str], cache: Path) -> Path:
+    """``source`` copied to ``target`` without its judgments, its ``models`` judged by ``judge`` through ``cache``
+    (one per judge: the references and the outputs two folders share are judged once; a rerun judges nothing)."""
     if not target.is_dir():
         shutil.copytree(source, target, ignore=shutil.ignore_patterns("judgments.jsonl", "judge_validation.json", "*.lock"))
-    run_command(python("eval/judge.py", str(target), JUDGE, f"judge_adapter={judge}"))
+    run_command(python("eval/judge.py", str(target), JUDGE, f"judge_adapter={judge}", f"models={','.join(models)}",
+                       f"cache={cache}"))
     return target
+
+
+def aligned_name(align: Path, variant: str, seed: int) -> str:
+    """The results folder's name for a variant's aligned adapter (its last finished round)."""
+    return adapter_name(last_round(align / "runs" / f"{variant}-{seed}"))
 
 
 def verdicts(results: Path, names: list[str]) -> dict[str, float]:
@@ -93,21 +100,21 @@ def _run(call: Call) -> int:
         dev: dict[str, dict[str, Any]] = {variant: {} for variant in variants}
         test: dict[str, Any] = {}
         seen: dict[str, float] = {}
+        target = out / f"judge-{judge_seed}"
+        cache = target / "judgments.jsonl"  # one per judge: what two folders share is judged once
         for seed in seeds:
-            def name_of(variant: str, seed: int = seed) -> str:
-                return adapter_name(last_round(align / "runs" / f"{variant}-{seed}"))
-
-            sft_name = adapter_name(sft_of(align, alignment["variant_builds"][chosen], seed))
-            folder = rejudged(align / "dev" / f"seed-{seed}", out / f"judge-{judge_seed}" / "dev" / f"seed-{seed}", judge)
+            sfts = {v: adapter_name(sft_of(align, alignment["variant_builds"][v], seed)) for v in variants}
+            names = {v: aligned_name(align, v, seed) for v in variants}
+            folder = rejudged(align / "dev" / f"seed-{seed}", target / "dev" / f"seed-{seed}", judge,
+                              sorted({*sfts.values(), *names.values()}), cache)
             found = model_figures(folder)
             for variant in variants:
-                start = found[adapter_name(sft_of(align, alignment["variant_builds"][variant], seed))]
-                dev[variant][str(seed)] = delta(found[name_of(variant)], start)
-            folder = rejudged(align / "test" / f"seed-{seed}", out / f"judge-{judge_seed}" / "test" / f"seed-{seed}",
-                              judge)
-            result = paired(folder, sft_name, name_of(chosen))
+                dev[variant][str(seed)] = delta(found[names[variant]], found[sfts[variant]])
+            compared = [sfts[chosen], names[chosen]]
+            folder = rejudged(align / "test" / f"seed-{seed}", target / "test" / f"seed-{seed}", judge, compared, cache)
+            result = paired(folder, *compared)
             test[str(seed)] = {key: result[key] for key in GNT}
-            seen |= {f"{seed}|{k}": v for k, v in verdicts(folder, [sft_name, name_of(chosen)]).items()}
+            seen |= {f"{seed}|{k}": v for k, v in verdicts(folder, compared).items()}
         outputs[str(judge_seed)] = seen
         mean = {v: {key: None if None in (values := [dev[v][str(s)][key] for s in seeds]) else statistics.mean(values)
                     for key in TESTS} for v in variants}
