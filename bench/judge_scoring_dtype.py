@@ -1,7 +1,7 @@
-"""The learned judge's labels scored in bfloat16 against float32: accuracy, speed, and whether a verdict depends on
-the batch it was scored in.
+"""The learned judge's labels scored in bfloat16, in float32, or in bfloat16 with near ties scored again in float32:
+accuracy, speed, and whether a verdict depends on the batch it was scored in.
 
-    python bench/judge_scoring_dtype.py         # the float32 judges of bench/judge_dtype.py (seeds 42, 1, 2), ~8 min
+    python bench/judge_scoring_dtype.py         # the float32 judges of bench/judge_dtype.py (seeds 42, 1, 2), ~12 min
     python bench/judge_scoring_dtype.py judges=outputs/demo-gemma/runs/judge data=outputs/demo-gemma/data
 
 Why: label scoring reads P(NEUTRAL) from one forward pass per translation, batched with other translations, padded
@@ -10,9 +10,10 @@ the same translation scored beside other translations can get another probabilit
 label flips. The alignment records saw it: judgments of the same outputs, cached in two folders, moved a paired
 GNT delta by half a point (bench/results/alignment_judge_seeds_ecb3841.json against alignment_judge_seeds.json).
 A figure that changes with the batch a cache happened to hold is not one to report. Float32 leaves rounding
-differences far below any probability a label could turn on; this measures what it costs.
+differences far below any probability a label could turn on, at a cost in speed; the recipe's recheck
+(``recheck_dtype: float32``) pays it only for verdicts within ``recheck_margin`` of a tie.
 
-For each judge adapter and each dtype, the judge recipe (recipes/judge-gemma270m.yaml, its adapter and dtype
+For each judge adapter and each mode, the judge recipe (recipes/judge-gemma270m.yaml, its adapter, dtype and recheck
 overridden) scores the build's dev and held-out references (``eval/judge_dev_references.jsonl``,
 ``eval/judge_references.jsonl``) twice from an empty cache, at two batch sizes (different neighbours and padding
 for almost every row):
@@ -21,11 +22,12 @@ for almost every row):
   counts it (the same references, the first batch size);
 - batch invariance: the largest change of a reference's P(NEUTRAL) between the two batch sizes, and how many
   labels changed;
-- speed: references judged per second at the first batch size (model load excluded; each judge timed alone).
+- against float32 (the reference mode): labels that differ from its labels, and the largest change of P(NEUTRAL)
+  on the dev references (what a recheck margin has to exceed; the margin is not chosen on the held-out split);
+- speed: references judged per second at the first batch size (model loads excluded; each judge timed alone).
 
 The judges are trained by ``bench/judge_dtype.py variants=fp32`` (its work folder is the default here); a missing
-one is one error naming that command. Nothing is chosen on the held-out split; the dev accuracy is the one a
-choice between the dtypes may read.
+one is one error naming that command.
 """
 
 from __future__ import annotations
@@ -45,16 +47,25 @@ SPLITS = {"dev": "judge_dev_references.jsonl", "test": "judge_references.jsonl"}
 DEFAULT_JUDGES = [f"outputs/bench-judge-dtype/judge-fp32-{seed}" for seed in (42, 1, 2)]
 
 
+MODES: dict[str, list[tuple[str, Any]]] = {
+    "bfloat16": [("dtype", "bfloat16"), ("recheck_dtype", None)],
+    "float32": [("dtype", "float32"), ("recheck_dtype", None)],
+    "bfloat16+recheck": [("dtype", "bfloat16"), ("recheck_dtype", "float32")],
+}
+"""How the labels are scored: one dtype throughout, or bfloat16 with near ties scored again in float32 (the
+recipe's ``recheck_dtype``, at its ``recheck_margin``). float32 is the reference the others are compared with."""
+
+
 @dataclass
 class JudgeScoringDtypeOptions:
-    """Which judges, which build, which dtypes and batch sizes."""
+    """Which judges, which build, which scoring modes and batch sizes."""
 
     judges: list[str] = field(default_factory=lambda: list(DEFAULT_JUDGES), metadata={
         "help": "trained judge adapters (bench/judge_dtype.py variants=fp32 trains the default ones)"})
     data: str = field(default="outputs/bench-judge-dtype/data", metadata={
         "help": "the data build whose eval/ references are judged (the one the judges were trained on)"})
-    dtypes: list[str] = field(default_factory=lambda: ["bfloat16", "float32"], metadata={
-        "choices": ("bfloat16", "float32"), "help": "the dtypes the labels are scored in"})
+    modes: list[str] = field(default_factory=lambda: list(MODES), metadata={
+        "choices": tuple(MODES), "help": "how labels are scored (float32 is the reference of the comparison)"})
     batch_sizes: list[int] = field(default_factory=lambda: [32, 5], metadata={
         "help": "two batch sizes: the references are scored at each, the first also timed and counted"})
 
@@ -71,38 +82,48 @@ def _references(data: Path) -> dict[str, list]:
             for split, name in SPLITS.items()}
 
 
-def _scored(judge_dir: str, dtype: str, batch_size: int, items: list) -> tuple[float, list]:
-    """Seconds to judge ``items`` from an empty cache with the recipe's judge in ``dtype``, and the judgments."""
+def _scored(judge_dir: str, mode: str, batch_size: int, items: list) -> tuple[float, list, int]:
+    """Seconds to judge ``items`` from an empty cache with the recipe's judge scoring as ``mode`` says, the
+    judgments, and how many were scored again (a recheck model is loaded in the warm-up, not in the timing)."""
     from gnt.judge.config import load_judge_recipe
     from gnt.judge.llm_judge import JudgeCache
     from gnt.judge.run import _llm_judge
 
-    recipe = load_judge_recipe(RECIPE, [("judge_adapter", judge_dir), ("dtype", dtype), ("batch_size", batch_size)])
-    judge, backend = _llm_judge(recipe)
+    overrides = [("judge_adapter", judge_dir), *MODES[mode], ("batch_size", batch_size)]
+    judge, backend = _llm_judge(load_judge_recipe(RECIPE, overrides))
     try:
-        judge.judge(items[:8])  # warm-up: model load and kernels, not part of the timing
+        judge.config.recheck_margin, margin = 0.5, judge.config.recheck_margin
+        judge.judge(items[:8])  # warm-up: model load and kernels (the recheck model's too), not timed
+        judge.config.recheck_margin = margin
         judge.cache = JudgeCache()  # every reference judged, none read back
         started = time.perf_counter()
         judgments = judge.judge(items)
-        return time.perf_counter() - started, judgments
+        return time.perf_counter() - started, judgments, judge.stats.rechecked
     finally:
+        judge.close()
         backend.close()
 
 
-def _neutral_probability(judgment: Any) -> float | None:
+def _neutral(judgment: Any) -> float | None:
     return (judgment.label_probabilities or {}).get("NEUTRAL") if judgment.ok else None
 
 
-def _one(judge_dir: str, dtype: str, batch_sizes: list[int], references: dict[str, list]) -> dict[str, Any]:
+def _changes(first: list, second: list) -> tuple[float, int]:
+    """The largest change of P(NEUTRAL) between two judgments of the same references, and the labels changed."""
+    deltas = [abs(a - b) for a, b in ((_neutral(x), _neutral(y)) for x, y in zip(first, second, strict=True))
+              if a is not None and b is not None]
+    labels = sum(x.ok and y.ok and x.label != y.label for x, y in zip(first, second, strict=True))
+    return float(f"{max(deltas, default=0.0):.3g}"), labels
+
+
+def _one(judge_dir: str, mode: str, batch_sizes: list[int], references: dict[str, list]) -> dict[str, Any]:
     from gnt.judge.validation import _binary
 
     refs = [ref for split in SPLITS for ref in references[split]]
     items = [ref.item for ref in refs]
-    runs = {size: _scored(judge_dir, dtype, size, items) for size in batch_sizes}
-    seconds, first = runs[batch_sizes[0]]
-    _, second = runs[batch_sizes[1]]
-    changes = [abs(a - b) for a, b in ((_neutral_probability(x), _neutral_probability(y))
-                                       for x, y in zip(first, second, strict=True)) if a is not None and b is not None]
+    runs = {size: _scored(judge_dir, mode, size, items) for size in batch_sizes}
+    seconds, first, rechecked = runs[batch_sizes[0]]
+    change, changed = _changes(first, runs[batch_sizes[1]][1])
     accuracy, start = {}, 0
     for split in SPLITS:
         n = len(references[split])
@@ -113,11 +134,13 @@ def _one(judge_dir: str, dtype: str, batch_sizes: list[int], references: dict[st
     return {
         "accuracy": accuracy,
         "judged_per_s": round(len(items) / seconds, 2),
-        "max_probability_change": float(f"{max(changes, default=0.0):.3g}"),
-        "labels_changed": sum(x.ok and y.ok and x.label != y.label for x, y in zip(first, second, strict=True)),
-        "near_boundary": sum(abs(p - 0.5) < 0.05 for p in map(_neutral_probability, first) if p is not None),
-        "errors": sum(not j.ok for j in first) + sum(not j.ok for j in second),
+        "max_probability_change": change,
+        "labels_changed": changed,
+        "rechecked": rechecked,
+        "near_tie": sum(abs(p - 0.5) < 0.05 for p in map(_neutral, first) if p is not None),
+        "errors": sum(not j.ok for size in batch_sizes for j in runs[size][1]),
         "references": len(items),
+        "judgments": first,
     }
 
 
@@ -131,39 +154,60 @@ def _run(call: Call) -> None:
         raise SystemExit(f"{', '.join(missing) or data}: not there; train the judges first "
                          "(python bench/judge_dtype.py variants=fp32), or name yours with judges=... data=...")
     references = _references(data)
-    runs: dict[str, dict[str, Any]] = {}
-    for dtype in args.dtypes:
-        runs[dtype] = {}
-        for judge_dir in args.judges:
-            runs[dtype][judge_dir] = _one(judge_dir, dtype, args.batch_sizes, references)
-            print(f"  {dtype} {judge_dir}: {runs[dtype][judge_dir]}", flush=True)
-    summary = {dtype: {
+    n_dev = len(references["dev"])
+    runs: dict[str, dict[str, Any]] = {mode: {} for mode in args.modes}
+    for judge_dir in args.judges:
+        for mode in args.modes:
+            runs[mode][judge_dir] = _one(judge_dir, mode, args.batch_sizes, references)
+        reference = runs.get("float32", {}).get(judge_dir)
+        for mode in args.modes:
+            run = runs[mode][judge_dir]
+            if reference is not None:
+                judged = run["judgments"]
+                run["vs_float32"] = dict(zip(("max_probability_change", "labels_changed"),
+                                             _changes(judged, reference["judgments"]), strict=True))
+                run["vs_float32_dev"] = dict(zip(("max_probability_change", "labels_changed"),
+                                                 _changes(judged[:n_dev], reference["judgments"][:n_dev]), strict=True))
+            print(f"  {mode} {judge_dir}: {({k: v for k, v in run.items() if k != 'judgments'})}", flush=True)
+    for by_judge in runs.values():
+        for run in by_judge.values():
+            del run["judgments"]
+    summary = {mode: {
         "dev_accuracy": mean_sd([r["accuracy"]["dev"] for r in by_judge.values()]),
         "test_accuracy": mean_sd([r["accuracy"]["test"] for r in by_judge.values()]),
         "judged_per_s": mean_sd([r["judged_per_s"] for r in by_judge.values()]),
         "max_probability_change": max(r["max_probability_change"] for r in by_judge.values()),
         "labels_changed": sum(r["labels_changed"] for r in by_judge.values()),
-    } for dtype, by_judge in runs.items()}
+        "rechecked": sum(r["rechecked"] for r in by_judge.values()),
+        **({"labels_unlike_float32": sum(r["vs_float32"]["labels_changed"] for r in by_judge.values()),
+            "max_change_vs_float32_dev": max(r["vs_float32_dev"]["max_probability_change"]
+                                             for r in by_judge.values())}
+           if "float32" in runs else {}),
+    } for mode, by_judge in runs.items()}
     rows = []
-    for dtype, s in summary.items():
-        rows += [(f"{dtype}: dev / held-out accuracy % (mean over judges)",
+    for mode, s in summary.items():
+        rows += [(f"{mode}: dev / held-out accuracy % (mean over judges)",
                   f"{s['dev_accuracy']['mean']:.1f} / {s['test_accuracy']['mean']:.1f}", ""),
-                 (f"{dtype}: references judged per second", f"{s['judged_per_s']['mean']:.1f}", ">= 20"),
-                 (f"{dtype}: largest P(NEUTRAL) change between batch sizes", s["max_probability_change"], ""),
-                 (f"{dtype}: labels changed between batch sizes", s["labels_changed"], "0")]
+                 (f"{mode}: references judged per second", f"{s['judged_per_s']['mean']:.1f}", ">= 20"),
+                 (f"{mode}: largest P(NEUTRAL) change between batch sizes", s["max_probability_change"], ""),
+                 (f"{mode}: labels changed between batch sizes", s["labels_changed"], "0")]
+        if "labels_unlike_float32" in s:
+            rows.append((f"{mode}: labels unlike float32's / largest dev P change from it",
+                         f"{s['labels_unlike_float32']} / {s['max_change_vs_float32_dev']}", ""))
     figures = {"recipe": RECIPE, "data": args.data, "judges": args.judges, "batch_sizes": args.batch_sizes,
-               "runs": runs, "summary": summary}
+               "modes": {mode: dict(MODES[mode]) for mode in args.modes}, "references": {
+                   split: len(refs) for split, refs in references.items()}, "runs": runs, "summary": summary}
     goals = {"batch invariance": "no label changes with the batch a reference is scored in",
              "speed": "label scoring judges >= 20 translations per second (2 CPU cores)"}
-    missed = [f"{dtype}: {s['labels_changed']} labels changed with the batch size"
-              for dtype, s in summary.items() if s["labels_changed"]]
-    missed += [f"{dtype}: {s['judged_per_s']['mean']} references per second < 20"
-               for dtype, s in summary.items() if s["judged_per_s"]["mean"] < 20]
-    conclude("judge_scoring_dtype", "learned judge: labels scored in bfloat16 vs float32", rows, figures, goals,
-             missed)
+    missed = [f"{mode}: {s['labels_changed']} labels changed with the batch size"
+              for mode, s in summary.items() if s["labels_changed"]]
+    missed += [f"{mode}: {s['judged_per_s']['mean']} references per second < 20"
+               for mode, s in summary.items() if s["judged_per_s"]["mean"] < 20]
+    conclude("judge_scoring_dtype", "learned judge: labels scored in bfloat16, float32, or bfloat16 with a recheck",
+             rows, figures, goals, missed)
 
 
 COMMAND = bench_command(
-    __name__, __file__, "benchmark: the learned judge's label scoring in bfloat16 and float32 (accuracy, speed, "
-    "batch invariance)", JudgeScoringDtypeOptions, _run, __doc__
+    __name__, __file__, "benchmark: the learned judge's label scoring in bfloat16, float32, or bfloat16 with near "
+    "ties rescored in float32 (accuracy, speed, batch invariance)", JudgeScoringDtypeOptions, _run, __doc__
 )

@@ -321,6 +321,54 @@ def test_a_label_scoring_judge_keeps_the_probability_and_caches_it(tiny_model_di
         LLMJudge(backend, JudgeSettings(format="CROSS-P+L", label_scoring=True))
 
 
+def test_near_tie_verdicts_are_scored_again_in_the_recheck_dtype(tiny_model_dir: Path) -> None:
+    from gnt.generation.transformers_backend import TransformersBackend
+    from gnt.judge.llm_judge import JudgeCache, JudgeItem, JudgeSettings, LLMJudge
+
+    loaded: list[TransformersBackend] = []
+
+    def float32_judge() -> TransformersBackend:
+        loaded.append(TransformersBackend(str(tiny_model_dir), device="cpu", dtype="float32"))
+        return loaded[-1]
+
+    def settings(**recheck: object) -> JudgeSettings:
+        return JudgeSettings(format="MONO-L", label_scoring=True, n_exemplars=0, **recheck)
+
+    items = [JudgeItem("it", "", "I cittadini sono preoccupati."), JudgeItem("es", "", "Estoy cansada."),
+             JudgeItem("de", "", "Die Lehrkräfte sind müde.")]
+    reference = LLMJudge(float32_judge(), settings()).judge(items)
+    loaded.clear()
+    bf16 = TransformersBackend(str(tiny_model_dir), device="cpu", dtype="bfloat16")
+    never = LLMJudge(bf16, settings(recheck_dtype="float32", recheck_margin=1e-9), JudgeCache(), recheck=float32_judge)
+    assert all(j.ok and j.rechecked_in is None for j in never.judge(items))
+    assert not loaded, "no verdict was near a tie: the recheck model is not loaded"
+    always = LLMJudge(bf16, settings(recheck_dtype="float32", recheck_margin=0.5), JudgeCache(), recheck=float32_judge)
+    judged = always.judge(items)
+    always.judge([JudgeItem("el", "", "Οι πολίτες ανησυχούν.")])
+    assert len(loaded) == 1, "the recheck model is loaded once, when first needed"
+    assert always.stats.rechecked == 1 and all(j.rechecked_in == "float32" for j in judged)
+    for mine, theirs in zip(judged, reference, strict=True):
+        assert mine.label == theirs.label
+        assert all(math.isclose(mine.label_probabilities[k], v, abs_tol=1e-5)
+                   for k, v in theirs.label_probabilities.items())
+    assert "|recheck-float32<0.5" in always.model_id and always.model_id != never.model_id, "separate cache keys"
+    always.close()
+    assert loaded[0]._model is None
+    assert "recheck" not in LLMJudge(bf16, settings(recheck_dtype="float32")).model_id, "no recheck model, no recheck"
+
+
+def test_a_recheck_needs_label_scoring_and_a_margin_below_one_half() -> None:
+    from gnt.judge.config import load_judge_recipe
+
+    judge = str(RECIPES_DIR / "judge-gemma270m.yaml")
+    assert load_judge_recipe(judge).recheck_dtype == "float32"
+    with pytest.raises(RecipeError, match="recheck_dtype=float32 needs label_scoring"):
+        load_judge_recipe(judge, [("label_scoring", False)])
+    with pytest.raises(RecipeError, match=r"recheck_margin must be in \(0, 0.5\]"):
+        load_judge_recipe(judge, [("recheck_margin", 0.0)])
+    assert load_judge_recipe(judge, [("recheck_dtype", None), ("label_scoring", False)]).recheck_dtype is None
+
+
 # ---------------------------------------------------------------------------------------------- recipes
 def test_a_training_recipe_reads_as_a_judge_recipe(tmp_path: Path) -> None:
     keys, lines = judge_recipe_mapping(RECIPES_DIR / "judge-gemma270m.yaml")

@@ -501,6 +501,7 @@ def run_round(config: OnPolicyConfig, prompts: list[Prompt], policy: str, round_
         try:
             samples = with_verdicts(samples, judge)
         finally:
+            judge.close()
             backend.close()
     spec = RewardSpec({k: float(v) for k, v in config.rewards.items()})
     scored = [spec.score(s) for s in samples]

@@ -87,6 +87,10 @@ class JudgeRecipe(BackendSettings, JudgeSettings):
         if self.label_scoring and self.backend != "transformers":
             raise RecipeError(f"label_scoring reads label log-probabilities from the model, which only the "
                               f"transformers backend holds (backend={self.backend}); use generation there")
+        try:
+            self.validate_recheck()
+        except ValueError as exc:
+            raise RecipeError(str(exc)) from None
         self.validate_backend(needs_server=self.judge == "llm")
         self.validate_decoding()
         if self.judge_retries < 0:

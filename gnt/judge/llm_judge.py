@@ -106,6 +106,22 @@ class JudgeSettings(DecodingSettings):
     label_scoring: bool = field(default=False, metadata={
         "help": "L formats on the transformers backend: take the label with the highest log-probability instead of "
                 "generating a reply (its probability is kept in the judgment; nothing can fail to parse)"})
+    recheck_dtype: Literal["float32", "float16", "bfloat16"] | None = field(default=None, metadata={
+        "help": "label scoring: score again, by the same judge loaded in this dtype, every verdict whose label "
+                "probability is within recheck_margin of a tie (a bfloat16 pass moves a probability with the batch "
+                "it runs in, so a near-tie label would change with what else was judged; null: never)"})
+    recheck_margin: float = field(default=0.15, metadata={
+        "help": "recheck_dtype: how near a tie a verdict is scored again (the top label's probability minus the "
+                "next one's is under twice this)"})
+
+    def validate_recheck(self) -> None:
+        """A recheck needs label scoring (a generated reply has no probability to be near a tie) and a margin a
+        probability can fall within."""
+        if self.recheck_dtype and not self.label_scoring:
+            raise ValueError(f"recheck_dtype={self.recheck_dtype} needs label_scoring: true (only a scored label has "
+                             "a probability to recheck)")
+        if not 0 < self.recheck_margin <= 0.5:
+            raise ValueError(f"recheck_margin must be in (0, 0.5] (got {self.recheck_margin})")
 
     def temperature_at(self, attempt: int) -> float:
         return round(min(self.temperature + self.temperature_step * attempt, MAX_TEMPERATURE), 4)
@@ -186,6 +202,9 @@ class Judgment:
     probability: float | None = None
     """With label scoring: the verdict's probability among the format's labels."""
     label_probabilities: dict[str, float] | None = None
+    rechecked_in: str | None = None
+    """With a recheck: the dtype this near-tie verdict was scored again in (its label and probabilities are that
+    pass's)."""
     error: str | None = None
     error_kind: str | None = None
     error_detail: str = ""
@@ -207,6 +226,12 @@ class Judgment:
     def from_record(cls, record: dict[str, Any]) -> Judgment:
         fields = {k: record[k] for k in cls.__dataclass_fields__ if k in record and k != "cached"}
         return cls(**fields, cached=True)
+
+
+def _tie_gap(probabilities: Sequence[float]) -> float:
+    """The top label's probability minus the next one's (1 with a single label)."""
+    top = sorted(probabilities, reverse=True)
+    return top[0] - top[1] if len(top) > 1 else 1.0
 
 
 def judgment_key(judge_model: str, fmt: str, prompt_fingerprint: str, item: JudgeItem) -> str:
@@ -248,6 +273,7 @@ class JudgeStats:
     errors: int = 0
     retried: int = 0
     requests: int = 0
+    rechecked: int = 0
     errors_by_kind: Counter = field(default_factory=Counter)
 
     def to_dict(self) -> dict[str, Any]:
@@ -299,7 +325,8 @@ class LLMJudge:
     """Judges items with a generation backend in one format; prompts are loaded per language on first use.
 
     ``adapter`` is a LoRA adapter applied to every request (a trained judge); with ``label_scoring`` the verdict is
-    the most probable label reply instead of a generated one.
+    the most probable label reply instead of a generated one. ``recheck`` builds, when first needed, the same judge
+    in the config's ``recheck_dtype``: near-tie verdicts are scored again by it (:meth:`close` releases it).
     """
 
     def __init__(
@@ -309,6 +336,7 @@ class LLMJudge:
         cache: JudgeCache | None = None,
         prompts: dict[str, JudgePrompt] | None = None,
         adapter: Adapter | None = None,
+        recheck: Callable[[], GenerationBackend] | None = None,
     ) -> None:
         self.backend = backend
         self.config = (config or JudgeSettings()).judge_settings()
@@ -317,6 +345,8 @@ class LLMJudge:
             raise ValueError(f"label scoring needs an L format (the label alone): {self.fmt.name} replies with phrases, "
                              "which only generation can write")
         self.adapter = adapter
+        self._recheck = recheck if self.config.label_scoring and self.config.recheck_dtype else None
+        self._recheck_backend: GenerationBackend | None = None
         self.cache = cache if cache is not None else JudgeCache()
         self._prompts: dict[str, JudgePrompt] = dict(prompts or {})
         self.schema_variant = resolve_schema_variant(backend, self.config.schema_variant)
@@ -326,11 +356,16 @@ class LLMJudge:
     @property
     def model_id(self) -> str:
         """The judge's identity in cache keys and records: the base model, the adapter's weights, and how the label
-        is read (a scored label and a generated one are different judgments)."""
+        is read (a scored label and a generated one are different judgments, and so are near-tie labels scored again
+        in another dtype)."""
         identity = self.backend.model_id
         if self.adapter is not None:
             identity += f"+{self.adapter.name}@{self.adapter.weights_hash}"
-        return identity + ("|label-scoring" if self.config.label_scoring else "")
+        if self.config.label_scoring:
+            identity += "|label-scoring"
+        if self._recheck is not None:
+            identity += f"|recheck-{self.config.recheck_dtype}<{self.config.recheck_margin:g}"
+        return identity
 
     def prompt(self, lang: str) -> JudgePrompt:
         if lang not in self._prompts:
@@ -348,6 +383,8 @@ class LLMJudge:
             "backend": self.backend.describe(),
             "schema_variant": self.schema_variant,
             "scoring": "labels" if self.config.label_scoring else "generation",
+            "recheck": None if self._recheck is None else {
+                "dtype": self.config.recheck_dtype, "margin": self.config.recheck_margin},
             "adapter": None if self.adapter is None else {
                 "name": self.adapter.name, "path": self.adapter.path, "weights_hash": self.adapter.weights_hash},
             "config": asdict(self.config),
@@ -439,7 +476,7 @@ class LLMJudge:
                       stats: JudgeStats, progress: Callable[[int, int], None] | None) -> None:
         """Judge ``pending`` items by their labels' log-probabilities (one pass per chunk); what fails stays pending
         with its ``backend_error`` (scoring is deterministic: asking again would give the same failure)."""
-        from gnt.generation.scoring import ChoiceRequest, score_choices
+        from gnt.generation.scoring import ChoiceRequest, ChoiceScores, score_choices
 
         labels = self.fmt.labels
         replies = tuple(render_reply({"label": label}) for label in labels)
@@ -449,14 +486,18 @@ class LLMJudge:
             requests = [ChoiceRequest(GenerationRequest.from_messages(
                 self.prompt(unique[k].lang).messages(unique[k].source, unique[k].translation)).messages,
                 replies, self.adapter) for k in batch]
+            rechecked: set[int] = set()
             try:
-                scores = score_choices(self.backend, requests, batch_size=getattr(self.backend, "batch_size", 16))
+                scores: list[ChoiceScores | None] = list(score_choices(
+                    self.backend, requests, batch_size=getattr(self.backend, "batch_size", 16)))
+                rechecked = self._rescore_near_ties(requests, scores)
             except Exception as exc:  # noqa: BLE001 - e.g. a backend that cannot score: counted, never a crash
                 scores = [None] * len(batch)
                 failure = f"{type(exc).__name__}: {exc}"
             stats.requests += len(batch)
+            stats.rechecked += len(rechecked)
             finished = []
-            for key, score in zip(batch, scores, strict=True):
+            for index, (key, score) in enumerate(zip(batch, scores, strict=True)):
                 judgment = pending[key]
                 judgment.attempts += 1
                 if score is None or score.error:
@@ -471,8 +512,41 @@ class LLMJudge:
                 judgment.probability = round(probabilities[best], 6)
                 judgment.label_probabilities = {label: round(p, 6) for label, p in zip(labels, probabilities, strict=True)}
                 judgment.raw = replies[best]
+                judgment.rechecked_in = self.config.recheck_dtype if index in rechecked else None
                 finished.append(pending.pop(key))
             self._keep(finished, done, stats, progress)
+
+    def _rescore_near_ties(self, requests: list, scores: list) -> set[int]:
+        """Score again, in the recheck dtype, the requests whose two most probable labels are within twice the
+        margin of each other; their scores are replaced in place (a failed recheck is that item's error). Returns
+        the indices rescored.
+
+        Why: in bfloat16 a row's probabilities depend on the batch it is padded into (the rounding of a matrix
+        product follows its shape), by a few hundredths at most on the learned judge's references
+        (bench/judge_scoring_dtype.py). A verdict far from a tie cannot flip by that much; one near it is read again
+        in a dtype whose rounding does not reach the label, so a label does not depend on what else was judged.
+        """
+        from gnt.generation.scoring import score_choices
+
+        if self._recheck is None:
+            return set()
+        near = [i for i, score in enumerate(scores) if score is not None and not score.error
+                and _tie_gap(score.probabilities()) < 2 * self.config.recheck_margin]
+        if not near:
+            return set()
+        if self._recheck_backend is None:
+            self._recheck_backend = self._recheck()
+        again = score_choices(self._recheck_backend, [requests[i] for i in near],
+                              batch_size=getattr(self._recheck_backend, "batch_size", 16))
+        for index, score in zip(near, again, strict=True):
+            scores[index] = score
+        return set(near)
+
+    def close(self) -> None:
+        """Release the recheck model, if one was loaded (the main backend belongs to whoever built it)."""
+        if self._recheck_backend is not None:
+            self._recheck_backend.close()
+            self._recheck_backend = None
 
     def _keep(self, finished: list[Judgment], done: dict[str, Judgment], stats: JudgeStats,
               progress: Callable[[int, int], None] | None) -> None:

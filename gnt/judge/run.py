@@ -18,6 +18,8 @@ def _llm_judge(recipe: JudgeRecipe, fmt: str | None = None, cache_path: str | Pa
     """The recipe's LLM judge (with its trained adapter, checked against the recipe before any model loads) and
     its backend."""
     import logging
+    from dataclasses import replace
+    from functools import partial
 
     from gnt.judge.config import make_backend, resolve_model_path
     from gnt.judge.learned import check_trained_prompts, judge_adapter
@@ -36,7 +38,10 @@ def _llm_judge(recipe: JudgeRecipe, fmt: str | None = None, cache_path: str | Pa
                                                 "unvalidated", ", ".join(unseen))
     backend = backend or make_backend(recipe)
     per_request = adapter if recipe.backend != "transformers" else None  # transformers merged it into the base
-    return LLMJudge(backend, settings, JudgeCache(cache_path), adapter=per_request), backend
+    recheck = None
+    if settings.recheck_dtype and settings.recheck_dtype != recipe.dtype:  # loaded only once a near tie needs it
+        recheck = partial(make_backend, replace(recipe, dtype=settings.recheck_dtype))
+    return LLMJudge(backend, settings, JudgeCache(cache_path), adapter=per_request, recheck=recheck), backend
 
 
 def read_validation(path: str | Path | None) -> dict[str, Any] | None:
@@ -79,6 +84,8 @@ def judge_folder(folder: ResultsFolder, recipe: JudgeRecipe, say: Say = print) -
         summaries = judge_results(folder, folder.select(recipe.models), llm=llm, lexical=lexical, entries=entries,
                                   validation=validation, progress=say)
     finally:
+        if llm is not None:
+            llm.close()
         if backend is not None:
             backend.close()
     errors = sum(s["n_judge_errors"] for s in summaries.values())
@@ -125,6 +132,7 @@ def validate_judge(recipe: JudgeRecipe, say: Say = print) -> Path:
     formats = parse_formats(recipe.formats or [recipe.format])
     out = Path(recipe.validation or DEFAULT_VALIDATION)
     backend = None
+    judges: list[Any] = []
     try:
         if recipe.tsv:
             reports = []
@@ -137,6 +145,7 @@ def validate_judge(recipe: JudgeRecipe, say: Say = print) -> Path:
                 reports.append(validate_tsv(recipe.tsv, classify, "CROSS-L", recipe.lang, info))
             for fmt in formats if recipe.judge == "llm" else []:
                 judge, backend = _llm_judge(recipe, fmt.name, recipe.cache, backend)
+                judges.append(judge)
                 reports.append(validate_tsv(recipe.tsv, llm_classifier(judge), fmt, recipe.lang, judge.describe()))
             for report in reports:
                 say(gold_summary(report))
@@ -157,6 +166,7 @@ def validate_judge(recipe: JudgeRecipe, say: Say = print) -> Path:
                 classifiers, info = {}, {}
                 for fmt in formats:
                     judge, backend = _llm_judge(recipe, fmt.name, recipe.cache, backend)
+                    judges.append(judge)
                     classifiers[fmt.name] = llm_classifier(judge)
                     info = {**judge.describe(), "formats": [f.name for f in formats]}
             report = validate_references(entries, classifiers, exclude, judge_info=info)
@@ -166,6 +176,8 @@ def validate_judge(recipe: JudgeRecipe, say: Say = print) -> Path:
             write_text_atomic(out.with_suffix(".md"), table + "\n")
             say(table)
     finally:
+        for judge in judges:
+            judge.close()
         if backend is not None:
             backend.close()
     say(f"wrote {out}")
