@@ -1,7 +1,7 @@
 """The learned judge's labels scored in bfloat16, in float32, or in bfloat16 with near ties scored again in float32:
 accuracy, speed, and whether a verdict depends on the batch it was scored in.
 
-    python bench/judge_scoring_dtype.py         # the float32 judges of bench/judge_dtype.py (seeds 42, 1, 2), ~12 min
+    python bench/judge_scoring_dtype.py         # the float32 judges of bench/judge_dtype.py (seeds 42, 1, 2), ~13 min
     python bench/judge_scoring_dtype.py judges=outputs/demo-gemma/runs/judge data=outputs/demo-gemma/data
 
 Why: label scoring reads P(NEUTRAL) from one forward pass per translation, batched with other translations, padded
