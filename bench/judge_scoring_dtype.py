@@ -117,7 +117,7 @@ def _changes(first: list, second: list) -> tuple[float, int]:
 
 
 def _one(judge_dir: str, mode: str, batch_sizes: list[int], references: dict[str, list]) -> dict[str, Any]:
-    from gnt.judge.validation import _binary
+    from gnt.judge.schema import is_neutral
 
     refs = [ref for split in SPLITS for ref in references[split]]
     items = [ref.item for ref in refs]
@@ -127,7 +127,7 @@ def _one(judge_dir: str, mode: str, batch_sizes: list[int], references: dict[str
     accuracy, start = {}, 0
     for split in SPLITS:
         n = len(references[split])
-        right = sum(j.ok and _binary(j.label) == _binary(ref.gold)
+        right = sum(j.ok and j.neutral == is_neutral(ref.gold)
                     for ref, j in zip(references[split], first[start : start + n], strict=True))
         accuracy[split] = round(100 * right / n, 2)
         start += n
